@@ -16,7 +16,7 @@
 import PackageDescription
 
 let chapters: [(folder: String, module: String)] = [
-  ("01-Callbacks", "Callbacks"),
+  ("01-Callbacks", "Callbacks")
 ]
 
 let environment = Context.environment

@@ -61,7 +61,8 @@ public func withDeadline<T: Sendable>(
   }
 
   work.cancel()
-  let message = "\(neverResumedMarker) \(operationName) did not finish within \(limit). Likely cause: \(hint)."
+  let message =
+    "\(neverResumedMarker) \(operationName) did not finish within \(limit). Likely cause: \(hint)."
   Issue.record(Comment(rawValue: message), sourceLocation: sourceLocation)
   throw DeadlineExceeded(description: message)
 }
