@@ -40,11 +40,20 @@ public final class ImageDownloader: @unchecked Sendable {
   }
 
   /// Something that happened to the client, in the order it happened.
-  public enum Event: Equatable, Sendable {
+  public enum Event: Equatable, Sendable, CustomStringConvertible {
     case imageRequested(URL)
     case imageDelivered(URL)
     case metadataRequested(URL)
     case metadataDelivered(URL)
+
+    public var description: String {
+      switch self {
+      case .imageRequested(let url): return "image of \(url.lastPathComponent) requested"
+      case .imageDelivered(let url): return "image of \(url.lastPathComponent) delivered"
+      case .metadataRequested(let url): return "metadata of \(url.lastPathComponent) requested"
+      case .metadataDelivered(let url): return "metadata of \(url.lastPathComponent) delivered"
+      }
+    }
   }
 
   private let catalogue: [URL: Entry]

@@ -14,9 +14,9 @@ private final class WarningLog: Sendable {
     { error in self.entries.withLock { $0.append(error) } }
   }
 
-  /// Everything reported so far, as encoder errors (anything else shows up as `nil`).
-  var warnings: [AddressEncodingError?] {
-    entries.withLock { $0.map { $0 as? AddressEncodingError } }
+  /// Everything reported so far, oldest first.
+  var warnings: [any Error] {
+    entries.withLock { $0 }
   }
 }
 
@@ -74,8 +74,9 @@ struct OptionalPairTests {
 
     #expect(result == Self.encoded, "a value came with the error, so it must be returned")
     #expect(
-      log.warnings == [.approximateMatch],
+      log.warnings.count == 1,
       "the error that came with the value must be passed to reportWarning, once")
+    #expect(log.warnings.first as? AddressEncodingError == .approximateMatch)
   }
 
   @Test("Throws EmptyEncoderReply when the handler gets neither", arguments: scripts)
