@@ -1,0 +1,81 @@
+import Foundation
+import LegacyKit
+import Testing
+import WorkbookTesting
+
+@testable import Callbacks
+
+@Suite("1.2 Result callback")
+struct ResultCallbackTests {
+  static let scripts: [CallbackScript] = [.synchronously, .default, .later(.milliseconds(200))]
+
+  static let cat = Data("whiskers and a tail".utf8)
+  static let zebra = Data("black and white stripes".utf8)
+
+  static func makeClassifier(script: CallbackScript) -> ImageClassifier {
+    ImageClassifier(knownImages: [cat: "cat"], script: script)
+  }
+
+  static let successHint =
+    "classify(_:using:) must resume its continuation with the handler's Result"
+  static let failureHint =
+    "the .failure case never resumes the continuation; resume(with: result) handles "
+    + "both cases"
+
+  @Test("Returns the label of an image the classifier recognises", arguments: scripts)
+  func returnsTheLabel(script: CallbackScript) async throws {
+    let classifier = Self.makeClassifier(script: script)
+
+    let label = try await withDeadline(.seconds(2), "classify(_:using:)", hint: Self.successHint) {
+      try await classify(Self.cat, using: classifier)
+    }
+
+    #expect(label == "cat")
+  }
+
+  @Test(
+    "Throws the classifier's error when it cannot label the image",
+    arguments: [ClassificationError.unrecognised, .unreadableImage], scripts)
+  func throwsTheError(expected: ClassificationError, script: CallbackScript) async throws {
+    let classifier = Self.makeClassifier(script: script)
+    let image = expected == .unreadableImage ? Data() : Self.zebra
+
+    await #expect(throws: expected) {
+      try await withDeadline(.seconds(2), "classify(_:using:)", hint: Self.failureHint) {
+        try await classify(image, using: classifier)
+      }
+    }
+  }
+
+  @Test("Asks the classifier exactly once per call", arguments: scripts)
+  func asksOnce(script: CallbackScript) async throws {
+    let classifier = Self.makeClassifier(script: script)
+
+    _ = try await withDeadline(.seconds(2), "classify(_:using:)", hint: Self.successHint) {
+      try await classify(Self.cat, using: classifier)
+    }
+
+    #expect(classifier.requestCount == 1)
+  }
+
+  @Test("The same classifier serves a success, then a failure, then a success again")
+  func reuse() async throws {
+    let classifier = Self.makeClassifier(script: .default)
+
+    let first = try await withDeadline(.seconds(2), "classify(_:using:)", hint: Self.successHint) {
+      try await classify(Self.cat, using: classifier)
+    }
+    await #expect(throws: ClassificationError.unrecognised) {
+      try await withDeadline(.seconds(2), "classify(_:using:)", hint: Self.failureHint) {
+        try await classify(Self.zebra, using: classifier)
+      }
+    }
+    let third = try await withDeadline(.seconds(2), "classify(_:using:)", hint: Self.successHint) {
+      try await classify(Self.cat, using: classifier)
+    }
+
+    #expect(first == "cat")
+    #expect(third == "cat")
+    #expect(classifier.requestCount == 3)
+  }
+}

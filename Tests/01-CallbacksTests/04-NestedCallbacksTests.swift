@@ -1,0 +1,111 @@
+import Foundation
+import LegacyKit
+import Testing
+import WorkbookTesting
+
+@testable import Callbacks
+
+@Suite("1.4 Nested callbacks")
+struct NestedCallbacksTests {
+  static let sunset = URL(string: "https://images.example/sunset.png")!
+  static let untitled = URL(string: "https://images.example/untitled.png")!
+  static let missing = URL(string: "https://images.example/missing.png")!
+
+  static let sunsetBytes = Data("pretend these are PNG bytes".utf8)
+  static let sunsetMetadata = ImageMetadata(width: 640, height: 480, caption: "Sunset")
+
+  /// `sunset` has both parts, `untitled` has no metadata, `missing` is not there at all.
+  static let catalogue: [URL: ImageDownloader.Entry] = [
+    sunset: .init(image: sunsetBytes, metadata: sunsetMetadata),
+    untitled: .init(image: Data("more bytes".utf8), metadata: nil),
+  ]
+
+  /// (image script, metadata script): every mix of "inside the call" and "later, elsewhere".
+  static let scriptPairs: [(CallbackScript, CallbackScript)] = [
+    (.synchronously, .synchronously),
+    (.default, .default),
+    (.later(.milliseconds(100)), .synchronously),
+    (.synchronously, .later(.milliseconds(100))),
+  ]
+  static let scripts: [CallbackScript] = [.synchronously, .default, .later(.milliseconds(100))]
+
+  static let name = "loadGalleryItem(_:from:)"
+  static let hint =
+    "one of the two continuations is not resumed on every path; each handler must resume "
+    + "with both success and failure"
+
+  @Test("Returns the image together with its metadata", arguments: scriptPairs)
+  func returnsBoth(imageScript: CallbackScript, metadataScript: CallbackScript) async throws {
+    let downloader = ImageDownloader(
+      catalogue: Self.catalogue, imageScript: imageScript, metadataScript: metadataScript)
+
+    let item = try await withDeadline(.seconds(2), Self.name, hint: Self.hint) {
+      try await loadGalleryItem(Self.sunset, from: downloader)
+    }
+
+    #expect(item == GalleryItem(image: Self.sunsetBytes, metadata: Self.sunsetMetadata))
+  }
+
+  @Test("Asks for the metadata only after the image has arrived")
+  func metadataAfterImage() async throws {
+    // The image takes its time, so metadata asked for in parallel would be requested first.
+    let downloader = ImageDownloader(
+      catalogue: Self.catalogue, imageScript: .later(.milliseconds(300)),
+      metadataScript: .default)
+
+    _ = try await withDeadline(.seconds(2), Self.name, hint: Self.hint) {
+      try await loadGalleryItem(Self.sunset, from: downloader)
+    }
+
+    #expect(
+      downloader.events == [
+        .imageRequested(Self.sunset), .imageDelivered(Self.sunset),
+        .metadataRequested(Self.sunset), .metadataDelivered(Self.sunset),
+      ])
+  }
+
+  @Test(
+    "A failed image download throws imageUnavailable and never asks for the metadata",
+    arguments: scripts)
+  func imageFails(script: CallbackScript) async throws {
+    let downloader = ImageDownloader(
+      catalogue: Self.catalogue, imageScript: script, metadataScript: script)
+
+    await #expect(throws: GalleryError.imageUnavailable) {
+      try await withDeadline(.seconds(2), Self.name, hint: Self.hint) {
+        try await loadGalleryItem(Self.missing, from: downloader)
+      }
+    }
+    #expect(
+      downloader.events == [.imageRequested(Self.missing), .imageDelivered(Self.missing)],
+      "after the image failed, the metadata must not be requested")
+  }
+
+  @Test("A failed metadata download throws metadataUnavailable", arguments: scripts)
+  func metadataFails(script: CallbackScript) async throws {
+    let downloader = ImageDownloader(
+      catalogue: Self.catalogue, imageScript: script, metadataScript: script)
+
+    await #expect(throws: GalleryError.metadataUnavailable) {
+      try await withDeadline(.seconds(2), Self.name, hint: Self.hint) {
+        try await loadGalleryItem(Self.untitled, from: downloader)
+      }
+    }
+  }
+
+  @Test("The same downloader loads another item after a failure")
+  func reuse() async throws {
+    let downloader = ImageDownloader(catalogue: Self.catalogue)
+
+    await #expect(throws: GalleryError.imageUnavailable) {
+      try await withDeadline(.seconds(2), Self.name, hint: Self.hint) {
+        try await loadGalleryItem(Self.missing, from: downloader)
+      }
+    }
+    let item = try await withDeadline(.seconds(2), Self.name, hint: Self.hint) {
+      try await loadGalleryItem(Self.sunset, from: downloader)
+    }
+
+    #expect(item == GalleryItem(image: Self.sunsetBytes, metadata: Self.sunsetMetadata))
+  }
+}
