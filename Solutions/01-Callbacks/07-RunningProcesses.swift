@@ -30,10 +30,10 @@ struct ProcessRunner: Sendable {
 
     // Drain both pipes from the start, concurrently with the wait below. A pipe holds only
     // a little (64 KiB on Linux); a child that writes more blocks until someone reads, so
-    // reading only after it exits would wait forever. Each read ends when every write end
-    // is closed: the child's when it exits, ours when `run()` hands it over (or below).
-    async let outputData = output.fileHandleForReading.readToEndOffThePool()
-    async let errorData = errorOutput.fileHandleForReading.readToEndOffThePool()
+    // reading only after it exits would wait forever. Each read ends once every write end
+    // is closed: the child's when it exits, ours when `run()` has launched it (or below).
+    async let outputData = output.fileHandleForReading.readToEndOnOwnThread()
+    async let errorData = errorOutput.fileHandleForReading.readToEndOnOwnThread()
 
     let ended: (code: Int32, reason: Process.TerminationReason)
     do {
@@ -69,13 +69,14 @@ struct ProcessRunner: Sendable {
 extension FileHandle {
   /// Everything left to read, up to end of file.
   ///
-  /// The read blocks its thread until end of file, so it runs on a Dispatch queue:
-  /// blocking a thread of Swift's small cooperative pool could stall every other task.
-  fileprivate func readToEndOffThePool() async -> Data {
+  /// The read blocks its thread for as long as the child runs, so it gets a thread of its
+  /// own. Blocking a thread of Swift's cooperative pool, or of a global Dispatch queue,
+  /// would take it from everyone else: both have about one thread per core.
+  fileprivate func readToEndOnOwnThread() async -> Data {
     await withCheckedContinuation { continuation in
-      DispatchQueue.global().async {
+      Thread {
         continuation.resume(returning: self.readDataToEndOfFile())
-      }
+      }.start()
     }
   }
 }
