@@ -1,0 +1,141 @@
+import LegacyKit
+import Testing
+import WorkbookTesting
+
+@testable import Callbacks
+
+@Suite("1.5 Keep both APIs")
+struct KeepBothAPIsTests {
+  static let readings = ["Oslo": -3.5, "Lima": 19.0, "Perth": 31.25]
+  static let scripts: [CallbackScript] = [.synchronously, .default, .later()]
+
+  /// Calls the legacy callback API the way old code does, and waits (boundedly) for its answer.
+  func callbackReading(
+    for city: String, from station: WeatherStation
+  ) async throws -> Result<WeatherReading, WeatherStationError> {
+    try await withDeadline(
+      .seconds(2), "currentReading(for:completion:)",
+      hint: "the callback API never answered; it is the station's own code, so report this"
+    ) {
+      await withCheckedContinuation { continuation in
+        station.currentReading(for: city) { result in continuation.resume(returning: result) }
+      }
+    }
+  }
+
+  @Test("The async API returns the reading the station reports", arguments: scripts)
+  func asyncAPIReturnsTheReading(script: CallbackScript) async throws {
+    let station = WeatherStation(readings: Self.readings, script: script)
+
+    let reading = try await withDeadline(
+      .seconds(2), "currentReading(for:)",
+      hint: "the completion handler's success path never resumes the continuation"
+    ) {
+      try await station.currentReading(for: "Lima")
+    }
+
+    #expect(reading == WeatherReading(city: "Lima", celsius: 19.0))
+    #expect(station.requestCount == 1, "the async API should ask the station exactly once")
+  }
+
+  @Test(
+    "The async API throws the station's own error",
+    arguments: scripts, [true, false])
+  func asyncAPIForwardsErrors(script: CallbackScript, online: Bool) async throws {
+    let station = WeatherStation(readings: Self.readings, script: script)
+    station.isOnline = online
+    let expected: WeatherStationError = online ? .unknownCity("Atlantis") : .offline
+
+    // The station's own error, unchanged: callers may already switch over its cases.
+    await #expect(throws: expected) {
+      try await withDeadline(
+        .seconds(2), "currentReading(for:)",
+        hint: "the completion handler's failure path never resumes the continuation"
+      ) {
+        try await station.currentReading(for: "Atlantis")
+      }
+    }
+  }
+
+  @Test("Old and new call sites agree on the same station", arguments: scripts)
+  func bothAPIsAgree(script: CallbackScript) async throws {
+    let station = WeatherStation(readings: Self.readings, script: script)
+
+    let viaCallback = try await callbackReading(for: "Perth", from: station)
+    let viaAsync = try await withDeadline(.seconds(2), "currentReading(for:)") {
+      try await station.currentReading(for: "Perth")
+    }
+    let viaCallbackAgain = try await callbackReading(for: "Perth", from: station)
+
+    #expect(try viaCallback.get() == viaAsync)
+    #expect(try viaCallbackAgain.get() == viaAsync)
+    #expect(station.requestCount == 3, "each call, through either API, is one request")
+  }
+
+  @Test("The existing callback call site still describes the weather and its failures")
+  func existingCallSiteStillWorks() async throws {
+    let station = WeatherStation(readings: Self.readings)
+    func describe(_ city: String) async throws -> String {
+      try await withDeadline(.seconds(2), "describeWeather(in:from:completion:)") {
+        await withCheckedContinuation { continuation in
+          describeWeather(in: city, from: station) { continuation.resume(returning: $0) }
+        }
+      }
+    }
+
+    #expect(try await describe("Oslo") == "Oslo: -3.5 °C")
+    let reading = try await withDeadline(.seconds(2), "currentReading(for:)") {
+      try await station.currentReading(for: "Oslo")
+    }
+    #expect(reading.description == "Oslo: -3.5 °C", "both APIs should report the same reading")
+    #expect(try await describe("Atlantis") == "Atlantis: unavailable (unknownCity(\"Atlantis\"))")
+  }
+
+  @Test("Both APIs can be used at once, many times, on one station")
+  func bothAPIsConcurrently() async throws {
+    let station = WeatherStation(readings: Self.readings, script: .later(.milliseconds(20)))
+    let cities = Array(Self.readings.keys) + ["Atlantis"]
+
+    let answers = try await withDeadline(
+      .seconds(2), "concurrent currentReading(for:) calls",
+      hint: "some call never resumes its continuation"
+    ) {
+      try await withThrowingTaskGroup(of: (String, String, String).self) { group in
+        for round in 0..<5 {
+          for city in cities {
+            group.addTask {
+              // Even rounds use the callback API, odd rounds the async one.
+              if round.isMultiple(of: 2) {
+                let result = await withCheckedContinuation { continuation in
+                  station.currentReading(for: city) { continuation.resume(returning: $0) }
+                }
+                return (city, "callback", Self.summary(of: result))
+              }
+              do {
+                let reading = try await station.currentReading(for: city)
+                return (city, "async", Self.summary(of: Result<_, any Error>.success(reading)))
+              } catch {
+                return (city, "async", Self.summary(of: Result<WeatherReading, _>.failure(error)))
+              }
+            }
+          }
+        }
+        return try await group.reduce(into: []) { $0.append($1) }
+      }
+    }
+
+    #expect(answers.count == 5 * cities.count)
+    #expect(station.requestCount == 5 * cities.count)
+    for (city, api, summary) in answers {
+      let expected = Self.readings[city].map { "\($0)" } ?? "unknownCity(\"\(city)\")"
+      #expect(summary == expected, "\(api) API, \(city)")
+    }
+  }
+
+  static func summary<E: Error>(of result: Result<WeatherReading, E>) -> String {
+    switch result {
+    case .success(let reading): "\(reading.celsius)"
+    case .failure(let error): "\(error)"
+    }
+  }
+}

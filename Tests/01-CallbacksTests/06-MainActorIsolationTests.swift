@@ -1,0 +1,58 @@
+import LegacyKit
+import Testing
+import WorkbookTesting
+
+@testable import Callbacks
+
+// The view model is main-actor isolated, so these tests run on the main actor too.
+@MainActor
+@Suite("1.6 Swift 6 isolation")
+struct MainActorIsolationTests {
+  static let hint =
+    "the pedometer's handler never resumes the continuation, or refresh() never awaits it"
+
+  @Test(
+    "refresh() shows today's count wherever the pedometer calls back",
+    arguments: [CallbackScript.synchronously, .default, .later()])
+  func refreshShowsTheCount(script: CallbackScript) async throws {
+    let counter = StepCounter(steps: 8_412, script: script)
+    let model = StepsViewModel(counter: counter)
+
+    try await withDeadline(.seconds(2), "refresh()", hint: Self.hint) {
+      await model.refresh()
+    }
+
+    #expect(model.steps == 8_412)
+    #expect(counter.requestCount == 1, "refresh() should ask the pedometer exactly once")
+  }
+
+  @Test("refresh() returns only once the count is on screen, even when it arrives late")
+  func refreshWaitsForTheCount() async throws {
+    let counter = StepCounter(steps: 2_048, script: .later(.milliseconds(200)))
+    let model = StepsViewModel(counter: counter)
+
+    try await withDeadline(.seconds(2), "refresh()", hint: Self.hint) {
+      await model.refresh()
+    }
+
+    // Back on the main actor right after the await: the state must already be updated,
+    // not left to a task that may run later.
+    #expect(model.steps == 2_048, "refresh() returned before updating steps")
+  }
+
+  @Test("Refreshing again shows the new count")
+  func refreshingAgainShowsTheNewCount() async throws {
+    let counter = StepCounter(steps: 100)
+    let model = StepsViewModel(counter: counter)
+    try await withDeadline(.seconds(2), "refresh()", hint: Self.hint) { await model.refresh() }
+    #expect(model.steps == 100)
+
+    counter.steps = 4_321
+    try await withDeadline(.seconds(2), "a second refresh()", hint: Self.hint) {
+      await model.refresh()
+    }
+
+    #expect(model.steps == 4_321)
+    #expect(counter.requestCount == 2)
+  }
+}

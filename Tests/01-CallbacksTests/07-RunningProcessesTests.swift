@@ -1,0 +1,173 @@
+import Dispatch
+import Foundation
+import Testing
+import WorkbookTesting
+
+@testable import Callbacks
+
+/// A real `Process` whose `run()` returns only after the child has exited and Foundation
+/// has looked for a termination handler.
+///
+/// That is what happens, by luck of timing, when a short program beats `run()`; this makes
+/// it happen every time. On Linux, a handler installed after `run()` returns is then never
+/// called. (Apple documents that a handler set after the process finished still runs, so on
+/// macOS the mistake may go unnoticed.) Use it only with programs that exit at once.
+final class FinishesBeforeRunReturns: Process, @unchecked Sendable {
+  private let handlerLookedUp = DispatchSemaphore(value: 0)
+
+  override var terminationHandler: (@Sendable (Process) -> Void)? {
+    get {
+      // swift-corelibs-foundation reads the handler once, right after reaping the child.
+      if !isRunning && processIdentifier != 0 { handlerLookedUp.signal() }
+      return super.terminationHandler
+    }
+    set { super.terminationHandler = newValue }
+  }
+
+  override func run() throws {
+    try super.run()
+    let deadline = Date.now.addingTimeInterval(1)
+    while isRunning && Date.now < deadline { Thread.sleep(forTimeInterval: 0.001) }
+    _ = handlerLookedUp.wait(timeout: .now() + .milliseconds(500))
+  }
+}
+
+@Suite("1.7 A real Linux API")
+struct RunningProcessesTests {
+  /// How the runner's processes behave, so each test can try the awkward timing too.
+  enum Timing: CustomStringConvertible, CaseIterable {
+    /// A plain `Process`.
+    case asUsual
+    /// The child exits before `run()` returns.
+    case exitsBeforeRunReturns
+
+    var runner: ProcessRunner {
+      switch self {
+      case .asUsual: ProcessRunner()
+      case .exitsBeforeRunReturns: ProcessRunner(makeProcess: { FinishesBeforeRunReturns() })
+      }
+    }
+
+    var description: String {
+      switch self {
+      case .asUsual: "as usual"
+      case .exitsBeforeRunReturns: "exits before run() returns"
+      }
+    }
+  }
+
+  static let shell = URL(fileURLWithPath: "/bin/sh")
+
+  func run(
+    _ runner: ProcessRunner, _ executable: URL, _ arguments: [String] = [],
+    hint: String =
+      "the terminationHandler is installed after run(), so a program that exits first never calls it",
+    sourceLocation: SourceLocation = #_sourceLocation
+  ) async throws -> Callbacks.ExitStatus {
+    var command = ([executable.path] + arguments).joined(separator: " ")
+    if command.count > 40 { command = command.prefix(40) + "…" }
+    return try await withDeadline(
+      .seconds(2), "run(\(command))", hint: hint, sourceLocation: sourceLocation
+    ) {
+      try await runner.run(executable, arguments: arguments)
+    }
+  }
+
+  @Test("A program that succeeds reports exit code 0 and its output", arguments: Timing.allCases)
+  func success(timing: Timing) async throws {
+    let status = try await run(
+      timing.runner, URL(fileURLWithPath: "/bin/echo"), ["hello,", "world"])
+
+    #expect(status.code == 0)
+    #expect(status.reason == .exit)
+    #expect(status.output == "hello, world\n")
+    #expect(status.errorOutput == "")
+    #expect(status.succeeded)
+  }
+
+  @Test("A program that fails reports its exit code and what it wrote", arguments: Timing.allCases)
+  func failure(timing: Timing) async throws {
+    let status = try await run(
+      timing.runner, Self.shell, ["-c", "echo partial; echo 'disk full' >&2; exit 3"])
+
+    #expect(status.code == 3)
+    #expect(status.reason == .exit)
+    #expect(status.output == "partial\n")
+    #expect(status.errorOutput == "disk full\n")
+    #expect(!status.succeeded)
+  }
+
+  @Test(
+    "/bin/true and /bin/false report success and failure",
+    arguments: Timing.allCases, ["/bin/true", "/bin/false"])
+  func trueAndFalse(timing: Timing, program: String) async throws {
+    let status = try await run(timing.runner, URL(fileURLWithPath: program))
+
+    let expectedCode: Int32 = program == "/bin/true" ? 0 : 1
+    #expect(status.code == expectedCode)
+    #expect(status.succeeded == (expectedCode == 0))
+    #expect(status.output.isEmpty)
+  }
+
+  @Test("A program killed by a signal reports the signal")
+  func killedBySignal() async throws {
+    let status = try await run(ProcessRunner(), Self.shell, ["-c", "kill -KILL $$"])
+
+    #expect(status.reason == .uncaughtSignal)
+    #expect(status.code == 9, "for a signal, the code is the signal's number")
+    #expect(!status.succeeded)
+  }
+
+  @Test("A program that cannot be started throws instead of suspending forever")
+  func launchFailure() async throws {
+    let error = await #expect(throws: (any Error).self) {
+      try await run(
+        ProcessRunner(), URL(fileURLWithPath: "/no/such/program"),
+        hint:
+          "when run() throws, the continuation is never resumed, or a pipe is left open so reading it never ends"
+      )
+    }
+    // Foundation reports a missing executable as a Cocoa error; pass it on unchanged.
+    #expect(
+      (error as? NSError)?.domain == NSCocoaErrorDomain,
+      "expected the error Process.run() threw, got \(error.map { "\($0)" } ?? "none")")
+  }
+
+  @Test("Output far larger than a pipe's buffer comes back whole, on both streams")
+  func largeOutput() async throws {
+    let line = String(repeating: "0123456789abcdef", count: 4)  // 64 bytes + newline
+    let lines = 4_000  // 260 000 bytes per stream: four times a Linux pipe's buffer
+    let script =
+      "i=0; while [ $i -lt \(lines) ]; do echo \(line); echo \(line) >&2; i=$((i+1)); done"
+
+    let status = try await run(
+      ProcessRunner(), Self.shell, ["-c", script],
+      hint:
+        "a pipe is read only after the program exits; once its buffer is full, the program waits for a reader forever"
+    )
+
+    #expect(status.code == 0)
+    #expect(status.output.utf8.count == lines * (line.utf8.count + 1))
+    #expect(status.errorOutput.utf8.count == lines * (line.utf8.count + 1))
+    #expect(status.output.split(separator: "\n").allSatisfy { $0 == line })
+  }
+
+  @Test("One runner runs programs one after another and at the same time")
+  func runningTwice() async throws {
+    let runner = ProcessRunner()
+    let echo = URL(fileURLWithPath: "/bin/echo")
+
+    let first = try await run(runner, echo, ["first"])
+    let second = try await run(runner, echo, ["second"])
+    #expect(first.output == "first\n")
+    #expect(second.output == "second\n")
+
+    async let a = run(runner, Self.shell, ["-c", "sleep 0.1; echo a; exit 4"])
+    async let b = run(runner, echo, ["b"])
+    let (left, right) = try await (a, b)
+    #expect(left.output == "a\n")
+    #expect(left.code == 4)
+    #expect(right.output == "b\n")
+    #expect(right.code == 0)
+  }
+}
