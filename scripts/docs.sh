@@ -11,6 +11,7 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+script="$root/scripts/docs.sh"
 catalog="$root/docs/Workbook.docc"
 site="$root/docs/site"
 # The catalog's root page is Workbook.md, so the site opens at this path.
@@ -75,8 +76,11 @@ build() {
   if ((status != 0 || problems > 0)); then
     # DocC names files relative to the catalog; show them relative to the repository.
     grep -v '^[[:space:]]*$' "$log" | sed -E 's#^( *--> )#\1docs/Workbook.docc/#' >&2 || true
-    die "the DocC build failed with $problems diagnostic(s); warnings count as errors here. \
+    if ((problems > 0)); then
+      die "the DocC build failed with $problems diagnostic(s); warnings count as errors here. \
 Fix them in docs/Workbook.docc and run 'make docs' again."
+    fi
+    die "DocC failed (exit status $status) without a diagnostic; its output is above."
   fi
 
   rm -rf "$site"
@@ -95,7 +99,7 @@ Fix them in docs/Workbook.docc and run 'make docs' again."
 needs_build() {
   local stamp="$site/index.html"
   [[ -f "$stamp" ]] || return 0
-  [[ -n "$(find "$catalog" "${BASH_SOURCE[0]}" -newer "$stamp" -print -quit)" ]]
+  [[ -n "$(find "$catalog" "$script" -newer "$stamp" -print -quit)" ]]
 }
 
 # Prints the first port from $1 that 127.0.0.1 can bind, trying up to $2 ports.
@@ -119,6 +123,13 @@ preview() {
   command -v python3 >/dev/null 2>&1 \
     || die "preview serves the site with python3's http.server, and python3 is not on PATH."
 
+  local first=8000 tries=50
+  if [[ -n "${PORT:-}" ]]; then
+    [[ "$PORT" =~ ^[0-9]{1,5}$ ]] && ((10#$PORT >= 1 && 10#$PORT <= 65535)) \
+      || die "PORT must be a number from 1 to 65535, not '$PORT'."
+    first=$((10#$PORT)) tries=1
+  fi
+
   if needs_build; then
     build
   else
@@ -126,14 +137,11 @@ preview() {
   fi
 
   local port
-  if [[ -n "${PORT:-}" ]]; then
-    [[ "$PORT" =~ ^[0-9]+$ ]] && ((PORT > 0 && PORT < 65536)) \
-      || die "PORT must be a number from 1 to 65535, not '$PORT'."
-    port="$(free_port "$PORT" 1)" \
-      || die "port $PORT on 127.0.0.1 is in use; choose another, e.g. PORT=8080 make docs-preview"
-  else
-    port="$(free_port 8000 50)" \
-      || die "no free port between 8000 and 8049 on 127.0.0.1; choose one with PORT=NNNN"
+  if ! port="$(free_port "$first" "$tries")"; then
+    if ((tries == 1)); then
+      die "port $first on 127.0.0.1 is in use; choose another, e.g. PORT=8080 make docs-preview"
+    fi
+    die "no free port from $first to $((first + tries - 1)) on 127.0.0.1; choose one with PORT=NNNN"
   fi
 
   echo "docs: serving docs/site on 127.0.0.1 only; press Ctrl-C to stop"
