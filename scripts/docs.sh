@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# Builds and previews the workbook's DocC site.
+#
+#   scripts/docs.sh build     render docs/Workbook.docc into docs/site (static hosting);
+#                             any DocC warning fails the build and is printed
+#   scripts/docs.sh preview   build if anything changed, then serve docs/site on
+#                             127.0.0.1 (PORT=8000 by default) until Ctrl-C
+#
+# `make docs` and `make docs-preview` call this script. It works from any directory.
+# DOCC=/path/to/docc picks a specific DocC; otherwise `docc` on PATH, or `xcrun docc`.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+script="$root/scripts/docs.sh"
+catalog="$root/docs/Workbook.docc"
+site="$root/docs/site"
+# The catalog's root page is Workbook.md, so the site opens at this path.
+landing="documentation/workbook"
+scratch=""
+
+die() {
+  echo "docs: $*" >&2
+  exit 1
+}
+
+usage() {
+  cat >&2 <<'USAGE'
+usage: scripts/docs.sh build     render the DocC catalog into docs/site (fails on any warning)
+       scripts/docs.sh preview   build if needed, then serve docs/site on 127.0.0.1
+                                 (PORT=8000 by default; PORT=NNNN to choose)
+USAGE
+  exit 2
+}
+
+# Sets the `docc` array to the command that runs DocC, or explains how to get one.
+find_docc() {
+  if [[ -n "${DOCC:-}" ]]; then
+    [[ -x "$DOCC" ]] || command -v "$DOCC" >/dev/null 2>&1 \
+      || die "DOCC is set to '$DOCC', which is not an executable."
+    docc=("$DOCC")
+  elif command -v docc >/dev/null 2>&1; then
+    docc=(docc)
+  elif command -v xcrun >/dev/null 2>&1 && xcrun --find docc >/dev/null 2>&1; then
+    docc=(xcrun docc)
+  else
+    die "cannot find DocC ('docc'). It ships with the Swift toolchain (swift.org \
+downloads for Linux, Xcode on macOS): put the toolchain's usr/bin on PATH, \
+or set DOCC=/path/to/docc."
+  fi
+}
+
+build() {
+  [[ -d "$catalog" ]] || die "no DocC catalog at $catalog"
+  find_docc
+
+  # Render into a scratch folder and swap it in only on success, so a failed build never
+  # leaves a half-written site behind.
+  scratch="$(mktemp -d "${TMPDIR:-/tmp}/workbook-docs.XXXXXX")"
+  trap 'rm -rf "$scratch"' EXIT
+  local log="$scratch/docc.log"
+
+  local status=0
+  "${docc[@]}" convert "$catalog" \
+    --output-path "$scratch/site" \
+    --transform-for-static-hosting \
+    --warnings-as-errors \
+    --fallback-display-name "Workbook" \
+    --fallback-bundle-identifier "org.workbook.swift-concurrency" \
+    --default-code-listing-language swift \
+    >"$log" 2>&1 || status=$?
+
+  # With --warnings-as-errors every warning is reported as an error; count both words
+  # so the message stays right if DocC changes how it labels them.
+  local problems
+  problems="$(grep -cE '^(warning|error):' "$log" || true)"
+  if ((status != 0 || problems > 0)); then
+    # DocC names files relative to the catalog; show them relative to the repository.
+    grep -v '^[[:space:]]*$' "$log" | sed -E 's#^( *--> )#\1docs/Workbook.docc/#' >&2 || true
+    if ((problems > 0)); then
+      die "the DocC build failed with $problems diagnostic(s); warnings count as errors here. \
+Fix them in docs/Workbook.docc and run 'make docs' again."
+    fi
+    die "DocC failed (exit status $status) without a diagnostic; its output is above."
+  fi
+
+  rm -rf "$site"
+  mkdir -p "$(dirname "$site")"
+  mv "$scratch/site" "$site"
+  rm -rf "$scratch"
+
+  local pages
+  pages="$(find "$site/$landing" -name index.html | wc -l | tr -d ' ')"
+  echo "docs: built $pages pages with 0 warnings into ${site#"$root"/}/"
+  echo "docs: the site needs a web server (it loads its pages as JSON):"
+  echo "      run 'make docs-preview' and open /$landing"
+}
+
+# True when the site is missing or older than any file of the catalog or this script.
+needs_build() {
+  local stamp="$site/index.html"
+  [[ -f "$stamp" ]] || return 0
+  [[ -n "$(find "$catalog" "$script" -newer "$stamp" -print -quit)" ]]
+}
+
+# Prints the first port from $1 that 127.0.0.1 can bind, trying up to $2 ports.
+free_port() {
+  python3 - "$1" "$2" <<'PY'
+import socket, sys
+first, tries = int(sys.argv[1]), int(sys.argv[2])
+for port in range(first, min(first + tries, 65536)):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        print(port)
+        sys.exit(0)
+sys.exit(1)
+PY
+}
+
+preview() {
+  command -v python3 >/dev/null 2>&1 \
+    || die "preview serves the site with python3's http.server, and python3 is not on PATH."
+
+  local first=8000 tries=50
+  if [[ -n "${PORT:-}" ]]; then
+    [[ "$PORT" =~ ^[0-9]{1,5}$ ]] && ((10#$PORT >= 1 && 10#$PORT <= 65535)) \
+      || die "PORT must be a number from 1 to 65535, not '$PORT'."
+    first=$((10#$PORT)) tries=1
+  fi
+
+  if needs_build; then
+    build
+  else
+    echo "docs: docs/site is up to date"
+  fi
+
+  local port
+  if ! port="$(free_port "$first" "$tries")"; then
+    if ((tries == 1)); then
+      die "port $first on 127.0.0.1 is in use; choose another, e.g. PORT=8080 make docs-preview"
+    fi
+    die "no free port from $first to $((first + tries - 1)) on 127.0.0.1; choose one with PORT=NNNN"
+  fi
+
+  echo "docs: serving docs/site on 127.0.0.1 only; press Ctrl-C to stop"
+  echo "docs: open http://127.0.0.1:$port/$landing"
+  exec python3 -m http.server "$port" --bind 127.0.0.1 --directory "$site"
+}
+
+case "${1:-}" in
+  build) build ;;
+  preview) preview ;;
+  *) usage ;;
+esac
