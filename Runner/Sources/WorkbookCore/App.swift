@@ -49,7 +49,9 @@ public enum App {
     } else {
       Output.out(
         TextRenderer(terminal: terminal).render(
-          report, moreChapters: nextChapter(after: selection, in: workbook)))
+          report,
+          moreChapters: invocation.chapter == nil
+            ? nil : nextChapter(after: selection, in: workbook)))
     }
     return report.allPassed ? 0 : 1
   }

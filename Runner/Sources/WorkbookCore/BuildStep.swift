@@ -47,6 +47,19 @@ public enum BuildStep {
   public static func run(
     _ request: BuildRequest, status: ((String) -> Void)? = nil
   ) throws(WorkbookError) -> BuildResult {
+    let result = try runOnce(request, status: status)
+    // A scratch folder built at another path (the workbook was moved or copied) fails with
+    // stale module caches; it is the runner's own folder, so start it afresh once.
+    if !result.succeeded, result.output.contains("was compiled with module cache path") {
+      try? FileManager.default.removeItem(at: request.scratchURL)
+      return try runOnce(request, status: status)
+    }
+    return result
+  }
+
+  static func runOnce(
+    _ request: BuildRequest, status: ((String) -> Void)?
+  ) throws(WorkbookError) -> BuildResult {
     guard let swift = ChildProcess.which("swift") else {
       throw .failure("cannot find `swift` on PATH")
     }

@@ -61,7 +61,7 @@ public enum Classifier {
       var details = [
         "the tests were still running after \(formatSeconds(seconds)), so the runner stopped them"
       ]
-      if let test = events.runningTest { details.append("still running: \(test.title)") }
+      if let test = events.runningTest { details.append("still running: \(test.quoted)") }
       if let leaked = crash.leakedContinuation { details.append("the runtime said: \(leaked)") }
       details.append(
         "this usually means a path that never resumes the continuation, "
@@ -76,7 +76,8 @@ public enum Classifier {
       return crashed(run, crash, context)
     }
 
-    if let issue = events.issues.first(where: { issue in
+    let issues = events.issuesInSourceOrder
+    if let issue = issues.first(where: { issue in
       issue.texts.contains { $0.hasPrefix(neverResumedMarker) }
     }) {
       var details = issue.texts.filter { $0.hasPrefix(neverResumedMarker) }
@@ -85,7 +86,7 @@ public enum Classifier {
       return Grade(.neverResumed, details)
     }
 
-    if let issue = events.issues.first {
+    if let issue = issues.first {
       if context.untouchedStarter {
         return Grade(.notStarted, ["open \(context.file) and find the TODO"])
       }
@@ -134,7 +135,7 @@ public enum Classifier {
     } else if let reason = crash.crashReason {
       details.append("the test process crashed: \(reason)")
     }
-    if let test = run.events.runningTest { details.append("while running: \(test.title)") }
+    if let test = run.events.runningTest { details.append("while running \(test.quoted)") }
     let sourceFolder = "\(context.root)/\(context.sourceFolder)"
     let resolvedFolder =
       "\(URL(fileURLWithPath: context.root).resolvingSymlinksInPath().path)/\(context.sourceFolder)"
@@ -166,7 +167,7 @@ public enum Classifier {
   private static func locate(
     _ issue: TestEventLog.Issue, _ events: TestEventLog, _ context: GradingContext
   ) -> [String] {
-    let name = events.test(issue.testID)?.title
+    let name = events.test(issue.testID)?.quoted
     var location = ""
     if let path = issue.filePath {
       location = " at \(context.relative(path))" + (issue.line.map { ":\($0)" } ?? "")

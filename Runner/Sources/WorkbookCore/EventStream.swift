@@ -10,9 +10,14 @@ public struct TestEventLog: Sendable, Equatable {
     public var displayName: String?
     /// "suite" or "function".
     public var kind: String
+    /// The line of the test's declaration, to order tests as they appear in the file.
+    public var line: Int?
 
     /// The name the learner recognises: the display name if there is one.
     public var title: String { displayName ?? name }
+
+    /// `test "Display name"` or `test name()`.
+    public var quoted: String { displayName.map { "test \"\($0)\"" } ?? "test \(name)" }
   }
 
   public struct Message: Sendable, Equatable {
@@ -57,6 +62,16 @@ public struct TestEventLog: Sendable, Equatable {
     return tests[id] ?? Test(id: id, name: Self.functionName(fromID: id), kind: "function")
   }
 
+  /// The issues ordered by where their test is declared (then by when they were
+  /// recorded): tests run in parallel, so the order of recording varies between runs.
+  public var issuesInSourceOrder: [Issue] {
+    issues.enumerated().sorted { lhs, rhs in
+      let left = test(lhs.element.testID)?.line ?? Int.max
+      let right = test(rhs.element.testID)?.line ?? Int.max
+      return left != right ? left < right : lhs.offset < rhs.offset
+    }.map(\.element)
+  }
+
   public func test(_ id: String?) -> Test? {
     guard let id else { return nil }
     return tests[id] ?? Test(id: id, name: Self.functionName(fromID: id), kind: "function")
@@ -89,7 +104,8 @@ public enum EventStreamParser {
           id: id,
           name: payload["name"] as? String ?? TestEventLog.functionName(fromID: id),
           displayName: payload["displayName"] as? String,
-          kind: payload["kind"] as? String ?? "function")
+          kind: payload["kind"] as? String ?? "function",
+          line: (payload["sourceLocation"] as? [String: Any])?["line"] as? Int)
       case "event":
         record(event: payload, in: &log)
       default:

@@ -53,7 +53,7 @@ public struct TextRenderer: Sendable {
     } else if let moreChapters {
       lines.append("next: \(moreChapters)")
     } else if totals.checked > 0 {
-      lines.append("All \(totals.checked) exercises passed.")
+      lines.append("Everything checked passed (\(totals.passed) of \(totals.checked)).")
     }
     return lines
   }

@@ -117,6 +117,12 @@ public struct Verifier: Sendable {
     let reports = Dictionary(
       graded.reports.flatMap(\.exercises).map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
     for chapter in chapters {
+      if let report = graded.reports.first(where: { $0.number == chapter.number }),
+        !report.compiled, !report.notes.isEmpty
+      {
+        print("        chapter \(chapter.number) does not compile:")
+        for note in report.notes { print("          \(note)") }
+      }
       for exercise in chapter.exercises {
         var problems: [String] = []
         let path = chapter.starterPath(exercise)

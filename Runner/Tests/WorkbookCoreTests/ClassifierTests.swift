@@ -54,7 +54,7 @@ import Testing
     #expect(
       grade.details == [
         "the runtime stopped the tests: SWIFT TASK CONTINUATION MISUSE: firstDelivery(_:) tried to resume its continuation more than once, returning 2!",
-        "while running: resumesOnceWhenTheCallbackFiresTwice()",
+        "while running test resumesOnceWhenTheCallbackFiresTwice()",
         "at Chapters/01-Basics/05-CalledTwice.swift:7 (in closure #1 in closure #1 in firstDelivery(_:))",
         "this usually means a callback fired twice and each call resumed the continuation",
       ])
@@ -65,7 +65,7 @@ import Testing
       try Fixtures.run("isolation-trap", termination: .signalled(4)), sampleContext())
     #expect(grade.verdict == .crashed)
     #expect(grade.details.first?.contains("isolated to the main actor") == true)
-    #expect(grade.details.contains("while running: loadsTheValue()"))
+    #expect(grade.details.contains("while running test loadsTheValue()"))
     #expect(
       grade.details.contains(
         "at Chapters/01-Basics/06-MainActorModel.swift (in closure #1 in Model.load())"))
@@ -86,7 +86,7 @@ import Testing
     #expect(grade.details[0].hasPrefix("Never resumed: deliveredValue(5) did not finish"))
     #expect(
       grade.details[1]
-        == "returnsTheDeliveredValue() at Tests/01-BasicsTests/03-ForgottenPathTests.swift:8")
+        == "test returnsTheDeliveredValue() at Tests/01-BasicsTests/03-ForgottenPathTests.swift:8")
     #expect(grade.details[2].hasPrefix("the runtime said: SWIFT TASK CONTINUATION MISUSE"))
   }
 
@@ -104,7 +104,7 @@ import Testing
     #expect(
       grade.details.prefix(2) == [
         "the tests were still running after 30 s, so the runner stopped them",
-        "still running: returnsOnceTheCallbackSignals()",
+        "still running: test returnsOnceTheCallbackSignals()",
       ])
   }
 
@@ -116,7 +116,7 @@ import Testing
         == Grade(
           .failed,
           [
-            "doublesFour() at Tests/01-BasicsTests/02-DoublingTests.swift:11",
+            "test doublesFour() at Tests/01-BasicsTests/02-DoublingTests.swift:11",
             "Expectation failed: (double(4) → 12) == 8",
             "double(4) should be 8",
           ]))

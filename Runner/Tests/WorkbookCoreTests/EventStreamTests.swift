@@ -47,3 +47,19 @@ import Testing
     #expect(EventStreamParser.parse(text).issues.isEmpty)
   }
 }
+
+@Suite struct IssueOrderTests {
+  @Test func ordersIssuesByWhereTheirTestIsDeclared() {
+    let text = """
+      {"kind":"test","payload":{"id":"M.S/late()/F.swift:30:4","kind":"function","name":"late()","sourceLocation":{"line":30}}}
+      {"kind":"test","payload":{"id":"M.S/early()/F.swift:10:4","kind":"function","name":"early()","displayName":"An early test","sourceLocation":{"line":10}}}
+      {"kind":"event","payload":{"kind":"issueRecorded","testID":"M.S/late()/F.swift:30:4","issue":{},"messages":[{"symbol":"fail","text":"late"}]}}
+      {"kind":"event","payload":{"kind":"issueRecorded","testID":"M.S/early()/F.swift:10:4","issue":{},"messages":[{"symbol":"fail","text":"early"}]}}
+      """
+    let log = EventStreamParser.parse(text)
+    #expect(log.issues.map(\.texts) == [["late"], ["early"]])
+    #expect(log.issuesInSourceOrder.map(\.texts) == [["early"], ["late"]])
+    #expect(log.test("M.S/early()/F.swift:10:4")?.quoted == #"test "An early test""#)
+    #expect(log.test("M.S/late()/F.swift:30:4")?.quoted == "test late()")
+  }
+}
