@@ -27,6 +27,9 @@ public enum App {
       case .watch:
         return try watch(invocation, root: root, terminal: terminal)
       }
+    } catch .interrupted {
+      // The interrupt handler stops the children, says so, and exits; report nothing.
+      while true { Thread.sleep(forTimeInterval: 1) }
     } catch {
       Output.err(error.description)
       return error.exitStatus

@@ -30,6 +30,10 @@ public struct ProcessOutcome: Sendable, Equatable {
 /// stop every child the runner started.
 public enum ChildProcess {
   private static let running = Mutex<Set<Int32>>([])
+  private static let interruption = Mutex(false)
+
+  /// True once ``terminateAll(grace:)`` ran: results from now on are not to be reported.
+  public static var interrupted: Bool { interruption.withLock { $0 } }
 
   /// Runs `executable` and waits for it.
   ///
@@ -71,6 +75,7 @@ public enum ChildProcess {
     if let directory { process.currentDirectoryURL = directory }
     process.terminationHandler = { _ in finished.signal() }
 
+    if interrupted { throw .interrupted }
     do {
       try process.run()
     } catch {
@@ -94,6 +99,7 @@ public enum ChildProcess {
       }
     }
     running.withLock { _ = $0.remove(pid) }
+    if interrupted { throw .interrupted }
     try? (process.standardOutput as? FileHandle)?.close()
     try? (process.standardError as? FileHandle)?.close()
 
@@ -122,8 +128,19 @@ public enum ChildProcess {
     return nil
   }
 
-  /// Kills every child still running (used when the learner presses Ctrl-C).
-  public static func terminateAll() {
+  /// Stops every child still running (used when the learner presses Ctrl-C): first an
+  /// interrupt, as the terminal would have sent, so `swift build` can stop its compiler
+  /// jobs; whatever is left after `grace` seconds is killed.
+  public static func terminateAll(grace: Double = 2) {
+    interruption.withLock { $0 = true }
+    for pid in running.withLock({ $0 }) {
+      kill(-pid, SIGINT)
+      kill(pid, SIGINT)
+    }
+    let deadline = Date().addingTimeInterval(grace)
+    while Date() < deadline, !running.withLock({ $0.isEmpty }) {
+      Thread.sleep(forTimeInterval: 0.05)
+    }
     for pid in running.withLock({ $0 }) { killGroup(pid) }
   }
 

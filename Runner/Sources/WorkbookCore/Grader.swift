@@ -95,7 +95,7 @@ public struct Grader: Sendable {
     }
     let request = request(chapter: options.buildEachChapter ? chapter.number : nil)
     let grades = Mutex<[String: Grade]>([:])
-    let failures = Mutex<[String]>([])
+    let failures = Mutex<[WorkbookError]>([])
     let done = Mutex(0)
     let slots = DispatchSemaphore(value: options.jobs)
     let group = DispatchGroup()
@@ -110,14 +110,14 @@ public struct Grader: Sendable {
           slots.signal()
           group.leave()
         }
-        do {
+        do throws(WorkbookError) {
           let run = try TestLauncher.run(
             product: product, filter: chapter.filter(for: exercise), request: request,
             timeout: options.timeout)
           let grade = Classifier.grade(run, context(chapter, exercise))
           grades.withLock { $0[exercise.id] = grade }
         } catch {
-          failures.withLock { $0.append("\(error)") }
+          failures.withLock { $0.append(error) }
         }
         let finished = done.withLock { count in
           count += 1
@@ -127,7 +127,8 @@ public struct Grader: Sendable {
       }
     }
     group.wait()
-    if let failure = failures.withLock({ $0.first }) { throw .failure(failure) }
+    if ChildProcess.interrupted { throw .interrupted }
+    if let failure = failures.withLock({ $0.first }) { throw failure }
     let results = grades.withLock { $0 }
     return ChapterReport(
       number: chapter.number, title: chapter.title, folder: chapter.folder, compiled: true,

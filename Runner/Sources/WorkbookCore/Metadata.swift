@@ -181,15 +181,21 @@ public enum WorkbookError: Error, Equatable, CustomStringConvertible {
   case metadata(String)
   /// Something the runner needs failed (a file it cannot write, a tool it cannot start).
   case failure(String)
+  /// The learner pressed Ctrl-C; the interrupt handler reports it and exits.
+  case interrupted
 
   public var description: String {
     switch self {
     case .usage(let message), .metadata(let message), .failure(let message): message
+    case .interrupted: "workbook: interrupted"
     }
   }
 
   public var exitStatus: Int32 {
-    if case .usage = self { return 2 }
-    return 1
+    switch self {
+    case .usage: 2
+    case .interrupted: 130
+    default: 1
+    }
   }
 }

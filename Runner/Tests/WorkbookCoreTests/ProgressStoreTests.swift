@@ -93,3 +93,33 @@ import Testing
     )
   }
 }
+
+@Suite struct WatcherTests {
+  @Test func noticesAddedChangedAndRemovedFiles() throws {
+    let folder = try Fixtures.temporaryFolder()
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let chapter = folder.appendingPathComponent("01-Basics")
+    try FileManager.default.createDirectory(at: chapter, withIntermediateDirectories: true)
+    try Data("a".utf8).write(to: chapter.appendingPathComponent("01-A.swift"))
+    try Data("b".utf8).write(to: chapter.appendingPathComponent("02-B.swift"))
+    try Data("hidden".utf8).write(to: chapter.appendingPathComponent(".swp"))
+    let watcher = Watcher(folder: folder)
+    let before = watcher.snapshot()
+    #expect(before.keys.sorted() == ["01-Basics/01-A.swift", "01-Basics/02-B.swift"])
+
+    try Data("longer".utf8).write(to: chapter.appendingPathComponent("01-A.swift"))
+    try FileManager.default.removeItem(at: chapter.appendingPathComponent("02-B.swift"))
+    try Data("c".utf8).write(to: chapter.appendingPathComponent("03-C.swift"))
+    #expect(
+      Watcher.changes(from: before, to: watcher.snapshot()) == [
+        "01-Basics/01-A.swift", "01-Basics/02-B.swift", "01-Basics/03-C.swift",
+      ])
+  }
+
+  @Test func mapsAChangedPathToItsChapter() throws {
+    let workbook = try MetadataLoader.load(
+      root: Fixtures.folder.appendingPathComponent("MiniWorkbook"))
+    #expect(Watcher.chapter(of: "02-Broken/01-Halving.swift", in: workbook)?.number == 2)
+    #expect(Watcher.chapter(of: "99-Nope/x.swift", in: workbook) == nil)
+  }
+}
