@@ -35,6 +35,7 @@ help: ## List the targets
 # The runner binary: rebuilt only when a runner source is newer, and quietly.
 $(WORKBOOK): $(RUNNER_SOURCES)
 	@mkdir -p Runner/.build
+	@echo "building the grading runner (only when Runner/ changes)…" >&2
 	@swift build --package-path Runner --product workbook > Runner/.build/make-runner.log 2>&1 \
 	  || { cat Runner/.build/make-runner.log; echo "make: building the runner failed" >&2; exit 1; }
 	@touch $@
