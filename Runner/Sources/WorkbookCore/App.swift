@@ -308,6 +308,8 @@ public enum App {
       let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
       source.setEventHandler {
         ChildProcess.terminateAll()
+        // Let the waiting threads remove their temporary files.
+        Thread.sleep(forTimeInterval: 0.2)
         if isatty(STDERR_FILENO) == 1 {
           FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8))
         }
