@@ -1,0 +1,77 @@
+# The workbook's commands. `make help` lists them.
+#
+# Everything a learner does goes through the grading runner `workbook` (Runner/), which is
+# built on first use and rebuilt only when its sources change.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+MAKEFLAGS += --no-print-directory
+
+RUNNER_SOURCES := Runner/Package.swift $(shell find Runner/Sources -name '*.swift' 2>/dev/null)
+WORKBOOK := Runner/.build/debug/workbook
+# swift format skips hidden folders such as .build when recursing.
+LINT_PATHS := $(wildcard Package.swift Support Chapters Solutions Tests Runner)
+
+# Optional selections: make check CHAPTER=1, make check EXERCISE=1.3, make hint EXERCISE=1.3
+CHAPTER ?=
+EXERCISE ?=
+SELECT = $(if $(CHAPTER),--chapter $(CHAPTER)) $(if $(EXERCISE),--exercise $(EXERCISE))
+
+.PHONY: help check hint watch test verify fingerprint lint format docs docs-preview clean
+
+help: ## List the targets
+	@echo "Swift Concurrency workbook"
+	@echo
+	@echo "  make check CHAPTER=1     grade chapter 1 (omit CHAPTER for every chapter; EXERCISE=1.3 for one)"
+	@echo "  make hint EXERCISE=1.3   show the next hint for exercise 1.3"
+	@echo "  make watch [CHAPTER=1]   re-grade whenever a file under Chapters/ changes"
+	@echo "  make test                lint, runner tests, docs, and verify (what CI runs)"
+	@echo "  make verify              check metadata; solutions pass; starters fail as expected"
+	@echo "  make fingerprint         record the starters' digests in workbook.json"
+	@echo "  make lint | format       swift format, checking or rewriting"
+	@echo "  make docs | docs-preview render the DocC site to docs/site | serve it locally"
+	@echo "  make clean               remove build folders (keeps your progress)"
+
+# The runner binary: rebuilt only when a runner source is newer, and quietly.
+$(WORKBOOK): $(RUNNER_SOURCES)
+	@mkdir -p Runner/.build
+	@echo "building the grading runner (only when Runner/ changes)…" >&2
+	@swift build --package-path Runner --product workbook > Runner/.build/make-runner.log 2>&1 \
+	  || { cat Runner/.build/make-runner.log; echo "make: building the runner failed" >&2; exit 1; }
+	@touch $@
+
+check: $(WORKBOOK) ## Grade exercises
+	@$(WORKBOOK) check $(SELECT)
+
+hint: $(WORKBOOK) ## Show the next hint
+	@$(WORKBOOK) hint $(EXERCISE)
+
+watch: $(WORKBOOK) ## Re-grade on every save
+	@$(WORKBOOK) watch $(if $(CHAPTER),--chapter $(CHAPTER))
+
+verify: $(WORKBOOK) ## Developer check
+	@$(WORKBOOK) verify $(if $(CHAPTER),--chapter $(CHAPTER))
+
+fingerprint: $(WORKBOOK) ## Update starterDigest values
+	@$(WORKBOOK) fingerprint
+
+test: ## Everything CI runs
+	@scripts/test.sh
+
+lint: ## swift format lint --strict
+	@swift format lint --strict --recursive --parallel $(LINT_PATHS)
+
+format: ## swift format, in place
+	@swift format format --in-place --recursive --parallel $(LINT_PATHS)
+
+docs: ## Render the DocC site into docs/site
+	@if [ -f scripts/docs.sh ]; then bash scripts/docs.sh build; \
+	else echo "make docs: scripts/docs.sh is not here yet (it comes with the docs)" >&2; exit 1; fi
+
+docs-preview: ## Serve the DocC site on 127.0.0.1
+	@if [ -f scripts/docs.sh ]; then bash scripts/docs.sh preview; \
+	else echo "make docs-preview: scripts/docs.sh is not here yet (it comes with the docs)" >&2; exit 1; fi
+
+clean: ## Remove build folders; .workbook/ (your progress) stays
+	@rm -rf .build .build-learner .build-solutions Runner/.build docs/site
+	@echo "removed .build, .build-learner, .build-solutions, Runner/.build, docs/site"

@@ -1,0 +1,327 @@
+import Dispatch
+import Foundation
+
+/// The commands, wired together. `main.swift` only calls ``App/run(_:)``.
+public enum App {
+  /// Runs the command line (without the program name) and returns the exit status:
+  /// 0 when everything checked passed, 1 otherwise, 2 for usage errors.
+  public static func run(_ arguments: [String]) -> Int32 {
+    do {
+      let invocation = try ArgumentParser.parse(arguments)
+      let root = URL(
+        fileURLWithPath: invocation.root ?? FileManager.default.currentDirectoryPath
+      ).standardizedFileURL
+      let terminal = Terminal.current()
+      switch invocation.command {
+      case .help:
+        Output.out(ArgumentParser.usage)
+        return 0
+      case .check:
+        return try check(invocation, root: root, terminal: terminal)
+      case .hint:
+        return try hint(invocation, root: root)
+      case .fingerprint:
+        return try fingerprint(root: root)
+      case .verify:
+        return try verify(invocation, root: root, terminal: terminal)
+      case .watch:
+        return try watch(invocation, root: root, terminal: terminal)
+      }
+    } catch .interrupted {
+      // The interrupt handler stops the children, says so, and exits; report nothing.
+      while true { Thread.sleep(forTimeInterval: 1) }
+    } catch {
+      Output.err(error.description)
+      return error.exitStatus
+    }
+  }
+
+  // MARK: check
+
+  static func check(
+    _ invocation: Invocation, root: URL, terminal: Terminal
+  ) throws(WorkbookError)
+    -> Int32
+  {
+    let workbook = try MetadataLoader.load(root: root)
+    let selection = try select(invocation, in: workbook)
+    let report = try grade(selection, root: root, invocation: invocation, terminal: terminal)
+    record(report, root: root)
+    if invocation.json {
+      Output.out(report.json())
+    } else {
+      Output.out(
+        TextRenderer(terminal: terminal).render(
+          report,
+          moreChapters: invocation.chapter == nil
+            ? nil : nextChapter(after: selection, in: workbook)))
+    }
+    return report.allPassed ? 0 : 1
+  }
+
+  /// The chapters and exercises named on the command line (all when none is named).
+  static func select(
+    _ invocation: Invocation, in workbook: Workbook
+  ) throws(WorkbookError)
+    -> [(chapter: Chapter, exercises: [Exercise])]
+  {
+    if let number = invocation.chapter {
+      guard let chapter = workbook.chapter(number: number) else {
+        throw .usage("workbook: there is no chapter \(number). \(validChapters(workbook))")
+      }
+      return [(chapter, chapter.exercises)]
+    }
+    if let id = invocation.exercise {
+      guard let exercise = workbook.exercise(id: id),
+        let chapter = workbook.chapter(containing: exercise)
+      else {
+        throw .usage("workbook: there is no exercise \(id). \(validExercises(workbook))")
+      }
+      return [(chapter, [exercise])]
+    }
+    return workbook.chapters.map { ($0, $0.exercises) }
+  }
+
+  static func validChapters(_ workbook: Workbook) -> String {
+    let list = workbook.chapters.map { "\($0.number) (\($0.title))" }.joined(separator: ", ")
+    return list.isEmpty ? "workbook.json lists no chapters." : "Valid chapters: \(list)."
+  }
+
+  static func validExercises(_ workbook: Workbook) -> String {
+    let list = workbook.exercises.map(\.id).joined(separator: ", ")
+    return list.isEmpty ? "workbook.json lists no exercises." : "Valid exercises: \(list)."
+  }
+
+  static func grade(
+    _ selection: [(chapter: Chapter, exercises: [Exercise])], root: URL, invocation: Invocation,
+    terminal: Terminal
+  ) throws(WorkbookError) -> CheckReport {
+    let grader = Grader(
+      options: GraderOptions(
+        root: root, source: .learner, timeout: invocation.timeout, jobs: invocation.jobs),
+      status: StatusLine(enabled: terminal.progress && !invocation.json))
+    // A chapter without exercises has nothing to build or grade.
+    let graded = try grader.grade(selection.filter { !$0.exercises.isEmpty }).reports
+    let chapters = selection.map { entry in
+      graded.first { $0.number == entry.chapter.number }
+        ?? ChapterReport(
+          number: entry.chapter.number, title: entry.chapter.title, folder: entry.chapter.folder,
+          compiled: true, notes: ["(no exercises yet)"], exercises: [])
+    }
+    return CheckReport(chapters: chapters)
+  }
+
+  /// Keeps the last verdicts in the progress file; failing to write it is not fatal.
+  static func record(_ report: CheckReport, root: URL) {
+    let store = ProgressStore(root: root)
+    var progress = store.load()
+    for exercise in report.chapters.flatMap(\.exercises) {
+      progress[exercise.id].verdict = exercise.verdict
+    }
+    do {
+      try store.save(progress)
+    } catch {
+      Output.err("workbook: \(error.description) (progress not saved)")
+    }
+  }
+
+  /// "chapter 2 — make check CHAPTER=2" after a single chapter that has a successor.
+  static func nextChapter(
+    after selection: [(chapter: Chapter, exercises: [Exercise])], in workbook: Workbook
+  ) -> String? {
+    guard selection.count == 1, let current = selection.first?.chapter,
+      let index = workbook.chapters.firstIndex(where: { $0.number == current.number }),
+      index + 1 < workbook.chapters.count
+    else { return nil }
+    let next = workbook.chapters[index + 1]
+    return "chapter \(next.number) \(next.title) — make check CHAPTER=\(next.number)"
+  }
+
+  // MARK: hint
+
+  static func hint(_ invocation: Invocation, root: URL) throws(WorkbookError) -> Int32 {
+    let workbook = try MetadataLoader.load(root: root)
+    let id = invocation.exercise ?? ""
+    guard let exercise = workbook.exercise(id: id),
+      let chapter = workbook.chapter(containing: exercise)
+    else {
+      throw .usage("workbook: there is no exercise \(id). \(validExercises(workbook))")
+    }
+    let store = ProgressStore(root: root)
+    var progress = store.load()
+    let text = Hints.reveal(exercise, in: chapter, progress: &progress)
+    try store.save(progress)
+    Output.out(text)
+    return 0
+  }
+
+  // MARK: fingerprint
+
+  static func fingerprint(root: URL) throws(WorkbookError) -> Int32 {
+    let workbook = try MetadataLoader.load(root: root)
+    let url = root.appendingPathComponent(MetadataLoader.fileName)
+    guard let text = try? String(contentsOf: url, encoding: .utf8) else {
+      throw .failure("cannot read \(url.path)")
+    }
+    var digests: [String: String] = [:]
+    var paths: [String: String] = [:]
+    for chapter in workbook.chapters {
+      for exercise in chapter.exercises {
+        let path = chapter.starterPath(exercise)
+        paths[exercise.id] = path
+        if let digest = Digest.ofFile(root.appendingPathComponent(path)) {
+          digests[exercise.id] = digest
+        } else {
+          Output.err("workbook: \(path) is missing; \(exercise.id) keeps its starterDigest")
+          digests[exercise.id] = exercise.starterDigest
+        }
+      }
+    }
+    let (rewritten, changes) = try Fingerprint.rewrite(text, digests: digests)
+    for change in changes {
+      let old = change.old.isEmpty ? "(empty)" : change.old
+      Output.out("\(change.exerciseID) \(paths[change.exerciseID] ?? ""): \(old) → \(change.new)")
+    }
+    guard !changes.isEmpty else {
+      Output.out("workbook.json: all \(digests.count) starter digests are up to date")
+      return 0
+    }
+    let temporary = root.appendingPathComponent(".workbook.json.\(getpid()).tmp")
+    do {
+      try Data(rewritten.utf8).write(to: temporary)
+    } catch {
+      throw .failure("cannot write \(temporary.path): \(error.localizedDescription)")
+    }
+    guard rename(temporary.path, url.path) == 0 else {
+      try? FileManager.default.removeItem(at: temporary)
+      throw .failure("cannot replace workbook.json: \(String(cString: strerror(errno)))")
+    }
+    Output.out("workbook.json: \(changes.count) of \(digests.count) starter digests updated")
+    return 0
+  }
+
+  // MARK: verify
+
+  static func verify(
+    _ invocation: Invocation, root: URL, terminal: Terminal
+  ) throws(WorkbookError)
+    -> Int32
+  {
+    if let number = invocation.chapter {
+      let workbook = try MetadataLoader.load(root: root)
+      guard workbook.chapter(number: number) != nil else {
+        throw .usage("workbook: there is no chapter \(number). \(validChapters(workbook))")
+      }
+    }
+    let verifier = Verifier(
+      root: root, chapterNumber: invocation.chapter, timeout: invocation.timeout,
+      jobs: invocation.jobs, terminal: terminal, status: StatusLine(enabled: terminal.progress))
+    let (passed, failed) = try verifier.run { Output.out($0) }
+    Output.out("verify: \(passed) passed, \(failed) failed")
+    return failed == 0 ? 0 : 1
+  }
+
+  // MARK: watch
+
+  static func watch(
+    _ invocation: Invocation, root: URL, terminal: Terminal
+  ) throws(WorkbookError)
+    -> Int32
+  {
+    var workbook = try MetadataLoader.load(root: root)
+    var chapter: Chapter
+    if let number = invocation.chapter {
+      guard let found = workbook.chapter(number: number) else {
+        throw .usage("workbook: there is no chapter \(number). \(validChapters(workbook))")
+      }
+      chapter = found
+    } else {
+      guard let first = currentChapter(workbook, root: root) else {
+        throw .metadata("workbook.json lists no chapters")
+      }
+      chapter = first
+    }
+    let watcher = Watcher(folder: root.appendingPathComponent("Chapters"))
+    var snapshot = watcher.snapshot()
+    while true {
+      if terminal.progress || terminal.color {
+        FileHandle.standardOutput.write(Data("\u{1B}[H\u{1B}[2J".utf8))
+      }
+      var single = invocation
+      single.chapter = chapter.number
+      single.exercise = nil
+      let report = try grade(
+        [(chapter, chapter.exercises)], root: root, invocation: single, terminal: terminal)
+      record(report, root: root)
+      Output.out(TextRenderer(terminal: terminal).render(report))
+      Output.out(
+        terminal.paint(
+          "\nwatching Chapters/ — save a file to re-check chapter \(chapter.number); Ctrl-C stops",
+          .dim))
+
+      // Wait for a change, then for the files to settle (editors save in several steps).
+      var changed: [String] = []
+      while changed.isEmpty {
+        Thread.sleep(forTimeInterval: 0.5)
+        let next = watcher.snapshot()
+        changed = Watcher.changes(from: snapshot, to: next)
+        snapshot = next
+      }
+      while true {
+        Thread.sleep(forTimeInterval: 0.3)
+        let next = watcher.snapshot()
+        let more = Watcher.changes(from: snapshot, to: next)
+        snapshot = next
+        if more.isEmpty { break }
+        changed += more
+      }
+      if let reloaded = try? MetadataLoader.load(root: root) { workbook = reloaded }
+      if invocation.chapter == nil,
+        let touched = changed.lazy.compactMap({ Watcher.chapter(of: $0, in: workbook) }).first
+      {
+        chapter = touched
+      } else if let same = workbook.chapter(number: chapter.number) {
+        chapter = same
+      }
+    }
+  }
+
+  /// The first chapter with an exercise not yet passed (from the progress file), else the
+  /// first chapter.
+  static func currentChapter(_ workbook: Workbook, root: URL) -> Chapter? {
+    let progress = ProgressStore(root: root).load(notice: { _ in })
+    return workbook.chapters.first { chapter in
+      chapter.exercises.contains { progress[$0.id].verdict != .passed }
+    } ?? workbook.chapters.first
+  }
+
+  // MARK: interrupts
+
+  nonisolated(unsafe) private static var interruptSources: [DispatchSourceSignal] = []
+
+  /// On Ctrl-C (or SIGTERM): kill every child process group, erase the status line, and
+  /// exit; `watch` reports a clean stop with status 0.
+  public static func installInterruptHandlers(arguments: [String]) {
+    let watching = arguments.contains("watch")
+    for signalNumber in [SIGINT, SIGTERM] {
+      signal(signalNumber, SIG_IGN)
+      let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+      source.setEventHandler {
+        ChildProcess.terminateAll()
+        // Let the waiting threads remove their temporary files.
+        Thread.sleep(forTimeInterval: 0.2)
+        if isatty(STDERR_FILENO) == 1 {
+          FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8))
+        }
+        if watching {
+          Output.err("watch: stopped")
+          exit(0)
+        }
+        Output.err("workbook: interrupted")
+        exit(130)
+      }
+      source.resume()
+      interruptSources.append(source)
+    }
+  }
+}

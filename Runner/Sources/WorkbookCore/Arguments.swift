@@ -1,0 +1,141 @@
+/// A parsed command line.
+public struct Invocation: Equatable, Sendable {
+  public enum Command: String, Equatable, Sendable, CaseIterable {
+    case check, hint, watch, verify, fingerprint, help
+  }
+
+  public var command: Command
+  /// `--root DIR`; the current directory when absent.
+  public var root: String?
+  public var chapter: Int?
+  public var exercise: String?
+  public var json = false
+  public var timeout: Double = 30
+  public var jobs = 2
+
+  public init(command: Command) { self.command = command }
+}
+
+/// Hand-rolled argument parsing: `workbook <command> [options]`. Errors are usage errors
+/// (exit status 2) whose message says what was wrong and what is valid.
+public enum ArgumentParser {
+  public static let usage = """
+    usage: workbook <command> [options]
+
+    commands:
+      check [--chapter N | --exercise ID] [--json]
+                         grade exercises (all chapters by default)
+      hint ID            show the next hint for an exercise, e.g. workbook hint 1.3
+      watch [--chapter N]
+                         re-grade when a file under Chapters/ changes (Ctrl-C stops)
+      verify [--chapter N]
+                         developer check: metadata, solutions pass, starters fail as expected
+      fingerprint        rewrite the starterDigest values in workbook.json
+      help               show this text
+
+    options:
+      --root DIR         the workbook's root folder (default: the current directory)
+      --timeout SECONDS  time limit for each exercise's test process (default: 30)
+      --jobs N           exercise processes run at once (default: 2)
+    """
+
+  /// Options each command accepts (besides --root).
+  static let accepted: [Invocation.Command: Set<String>] = [
+    .check: ["--chapter", "--exercise", "--json", "--timeout", "--jobs"],
+    .hint: ["--exercise"],
+    .watch: ["--chapter", "--timeout", "--jobs"],
+    .verify: ["--chapter", "--timeout", "--jobs"],
+    .fingerprint: [],
+    .help: [],
+  ]
+
+  /// Parses the arguments after the program name.
+  public static func parse(_ arguments: [String]) throws(WorkbookError) -> Invocation {
+    var remaining = arguments[...]
+    var root: String?
+    // --root may come before the command, too.
+    while let first = remaining.first, first.hasPrefix("--root") {
+      remaining = remaining.dropFirst()
+      root = try value(for: "--root", inline: first, from: &remaining)
+    }
+    guard let name = remaining.popFirst() else {
+      throw .usage("workbook: no command given\n\n\(usage)")
+    }
+    if name == "-h" || name == "--help" { return Invocation(command: .help) }
+    guard let command = Invocation.Command(rawValue: name) else {
+      let commands = Invocation.Command.allCases.map(\.rawValue).joined(separator: ", ")
+      throw .usage("workbook: unknown command '\(name)'; the commands are: \(commands)")
+    }
+    var invocation = Invocation(command: command)
+    invocation.root = root
+    let allowed = accepted[command, default: []].union(["--root"])
+
+    while let argument = remaining.popFirst() {
+      if argument == "-h" || argument == "--help" { return Invocation(command: .help) }
+      guard argument.hasPrefix("--") else {
+        if command == .hint, invocation.exercise == nil {
+          invocation.exercise = argument
+          continue
+        }
+        throw .usage("workbook \(command.rawValue): unexpected argument '\(argument)'")
+      }
+      let option = String(argument.split(separator: "=", maxSplits: 1)[0])
+      guard allowed.contains(option) else {
+        let valid = allowed.sorted().joined(separator: ", ")
+        throw .usage(
+          "workbook \(command.rawValue): unknown option '\(option)'; it accepts: \(valid)")
+      }
+      switch option {
+      case "--root":
+        invocation.root = try value(for: option, inline: argument, from: &remaining)
+      case "--chapter":
+        let text = try value(for: option, inline: argument, from: &remaining)
+        guard let number = Int(text) else {
+          throw .usage(
+            "workbook: --chapter expects a chapter number, e.g. --chapter 1; got '\(text)'")
+        }
+        invocation.chapter = number
+      case "--exercise":
+        invocation.exercise = try value(for: option, inline: argument, from: &remaining)
+      case "--json":
+        invocation.json = true
+      case "--timeout":
+        let text = try value(for: option, inline: argument, from: &remaining)
+        guard let seconds = Double(text), seconds > 0 else {
+          throw .usage("workbook: --timeout expects a number of seconds above 0; got '\(text)'")
+        }
+        invocation.timeout = seconds
+      case "--jobs":
+        let text = try value(for: option, inline: argument, from: &remaining)
+        guard let jobs = Int(text), jobs >= 1 else {
+          throw .usage("workbook: --jobs expects a whole number of at least 1; got '\(text)'")
+        }
+        invocation.jobs = jobs
+      default:
+        break
+      }
+    }
+    if invocation.chapter != nil, invocation.exercise != nil {
+      throw .usage("workbook check: give --chapter or --exercise, not both")
+    }
+    if command == .hint, invocation.exercise == nil {
+      throw .usage("workbook hint: which exercise? e.g. workbook hint 1.3 (make hint EXERCISE=1.3)")
+    }
+    return invocation
+  }
+
+  /// The value of `--option VALUE` or `--option=VALUE`.
+  private static func value(
+    for option: String, inline argument: String, from remaining: inout ArraySlice<String>
+  ) throws(WorkbookError) -> String {
+    if let equals = argument.firstIndex(of: "=") {
+      let value = String(argument[argument.index(after: equals)...])
+      guard !value.isEmpty else { throw .usage("workbook: \(option) needs a value") }
+      return value
+    }
+    guard let value = remaining.popFirst(), !value.hasPrefix("--") else {
+      throw .usage("workbook: \(option) needs a value")
+    }
+    return value
+  }
+}

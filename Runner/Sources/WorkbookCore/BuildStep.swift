@@ -1,0 +1,120 @@
+import Foundation
+
+/// One `swift build --build-tests` of the workbook package.
+public struct BuildRequest: Sendable {
+  public var root: URL
+  public var source: SourceTree
+  /// Only this chapter (`WORKBOOK_CHAPTER`), or all chapters when `nil`.
+  public var chapter: Int?
+  /// The scratch path, relative to the root (`.build-learner`, `.build-solutions`).
+  public var scratchPath: String
+  /// Extra `swift build` arguments, e.g. `-Xswiftc -warnings-as-errors`.
+  public var extraArguments: [String]
+
+  public init(
+    root: URL, source: SourceTree, chapter: Int?, scratchPath: String,
+    extraArguments: [String] = []
+  ) {
+    self.root = root
+    self.source = source
+    self.chapter = chapter
+    self.scratchPath = scratchPath
+    self.extraArguments = extraArguments
+  }
+
+  /// The manifest reads these; each mode keeps its own scratch path.
+  public var environment: [String: String?] {
+    [
+      "WORKBOOK_SOURCE": source == .solutions ? "solutions" : nil,
+      "WORKBOOK_CHAPTER": chapter.map(String.init),
+    ]
+  }
+
+  var scratchURL: URL { root.appendingPathComponent(scratchPath) }
+}
+
+public struct BuildResult: Sendable {
+  public var succeeded: Bool
+  /// stdout and stderr together.
+  public var output: String
+  public var diagnostics: [Diagnostic]
+  /// The built test product (`<Package>PackageTests.xctest`), when the build succeeded.
+  public var testProduct: URL?
+}
+
+/// Runs the build and finds the test product.
+public enum BuildStep {
+  public static func run(
+    _ request: BuildRequest, status: ((String) -> Void)? = nil
+  ) throws(WorkbookError) -> BuildResult {
+    let result = try runOnce(request, status: status)
+    // A scratch folder built at another path (the workbook was moved or copied) fails with
+    // stale module caches; it is the runner's own folder, so start it afresh once.
+    if !result.succeeded, result.output.contains("was compiled with module cache path") {
+      try? FileManager.default.removeItem(at: request.scratchURL)
+      return try runOnce(request, status: status)
+    }
+    return result
+  }
+
+  static func runOnce(
+    _ request: BuildRequest, status: ((String) -> Void)?
+  ) throws(WorkbookError) -> BuildResult {
+    guard let swift = ChildProcess.which("swift") else {
+      throw .failure("cannot find `swift` on PATH")
+    }
+    let arguments =
+      [
+        "build", "--build-tests", "--package-path", request.root.path,
+        "--scratch-path", request.scratchURL.path,
+      ] + request.extraArguments
+    let outcome = try ChildProcess.run(
+      swift, arguments, environment: request.environment, in: request.root
+    ) { stdout in
+      if let status, let step = lastStep(in: ChildProcess.readText(stdout)) { status(step) }
+    }
+    let output = outcome.stdout + (outcome.stderr.isEmpty ? "" : "\n" + outcome.stderr)
+    var result = BuildResult(
+      succeeded: outcome.succeeded, output: output,
+      diagnostics: DiagnosticsParser.parse(output), testProduct: nil)
+    guard outcome.succeeded else { return result }
+
+    let binPath = try ChildProcess.run(
+      swift,
+      [
+        "build", "--show-bin-path", "--package-path", request.root.path,
+        "--scratch-path", request.scratchURL.path,
+      ],
+      environment: request.environment, in: request.root)
+    let folder = URL(
+      fileURLWithPath: binPath.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+    result.testProduct = testProduct(in: folder)
+    if result.testProduct == nil {
+      result.succeeded = false
+      result.output += "\nerror: no *PackageTests.xctest in \(folder.path)"
+    }
+    return result
+  }
+
+  /// The most recently built `*PackageTests.xctest` in `folder`.
+  static func testProduct(in folder: URL) -> URL? {
+    let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+    let candidates = names.filter { $0.hasSuffix("PackageTests.xctest") }.map {
+      folder.appendingPathComponent($0)
+    }
+    return candidates.max { lhs, rhs in
+      modificationDate(lhs) < modificationDate(rhs)
+    }
+  }
+
+  static func modificationDate(_ url: URL) -> Date {
+    let attributes = try? FileManager.default.attributesOfItem(atPath: url.path)
+    return attributes?[.modificationDate] as? Date ?? .distantPast
+  }
+
+  /// The last "[12/40]" progress marker in SwiftPM's output.
+  static func lastStep(in output: String) -> String? {
+    guard let match = output.matches(of: #/\[(\d+)/(\d+)\]/#).last else { return nil }
+    return "\(match.output.1)/\(match.output.2)"
+  }
+}

@@ -1,0 +1,190 @@
+import Foundation
+
+/// One exercise's suite, run in a process of its own.
+public struct SuiteRun: Sendable, Equatable {
+  public var outcome: ProcessOutcome
+  public var events: TestEventLog
+
+  public init(outcome: ProcessOutcome, events: TestEventLog) {
+    self.outcome = outcome
+    self.events = events
+  }
+}
+
+/// What the classifier needs to know besides the run itself.
+public struct GradingContext: Sendable {
+  /// The workbook root as an absolute path (paths under it are shown relative to it).
+  public var root: String
+  /// "Chapters" or "Solutions": where crash frames point the learner to.
+  public var sourceFolder: String
+  public var suite: String
+  public var testModule: String
+  /// True when the graded file is byte-identical to the shipped starter.
+  public var untouchedStarter: Bool
+  /// The graded file, relative to the root.
+  public var file: String
+
+  public init(
+    root: String, sourceFolder: String, suite: String, testModule: String,
+    untouchedStarter: Bool, file: String
+  ) {
+    self.root = root
+    self.sourceFolder = sourceFolder
+    self.suite = suite
+    self.testModule = testModule
+    self.untouchedStarter = untouchedStarter
+    self.file = file
+  }
+
+  /// `path` relative to the root when it is under it.
+  public func relative(_ path: String) -> String {
+    for base in [root, URL(fileURLWithPath: root).resolvingSymlinksInPath().path] {
+      let prefix = base.hasSuffix("/") ? base : base + "/"
+      if path.hasPrefix(prefix) { return String(path.dropFirst(prefix.count)) }
+    }
+    return path
+  }
+}
+
+/// Turns a suite run into a verdict, in this precedence: killed at the time limit → never
+/// resumed; crash → crashed; a "Never resumed:" issue → never resumed; any other issue →
+/// failed (or not started, for an untouched starter); no test ran → failed (a metadata
+/// error); otherwise passed. ("Does not compile" is decided before anything runs.)
+public enum Classifier {
+  public static let neverResumedMarker = "Never resumed:"
+
+  public static func grade(_ run: SuiteRun, _ context: GradingContext) -> Grade {
+    let events = run.events
+    let crash = CrashReport.parse(run.outcome.stderr)
+
+    if case .timedOut(let seconds) = run.outcome.termination {
+      var details = [
+        "the tests were still running after \(formatSeconds(seconds)), so the runner stopped them"
+      ]
+      if let test = events.runningTest { details.append("still running: \(test.quoted)") }
+      if let leaked = crash.leakedContinuation { details.append("the runtime said: \(leaked)") }
+      details.append(
+        "this usually means a path that never resumes the continuation, "
+          + "or a thread blocked waiting for a callback that never comes")
+      return Grade(.neverResumed, details)
+    }
+
+    if case .signalled = run.outcome.termination {
+      return crashed(run, crash, context)
+    }
+    if crash.showsCrash {
+      return crashed(run, crash, context)
+    }
+
+    let issues = events.issuesInSourceOrder
+    if let issue = issues.first(where: { issue in
+      issue.texts.contains { $0.hasPrefix(neverResumedMarker) }
+    }) {
+      var details = issue.texts.filter { $0.hasPrefix(neverResumedMarker) }
+      details.append(contentsOf: locate(issue, events, context))
+      if let leaked = crash.leakedContinuation { details.append("the runtime said: \(leaked)") }
+      return Grade(.neverResumed, details)
+    }
+
+    if let issue = issues.first {
+      if context.untouchedStarter {
+        return Grade(.notStarted, ["open \(context.file) and find the TODO"])
+      }
+      var details = locate(issue, events, context)
+      details.append(contentsOf: issue.texts.filter { $0 != "Issue recorded" })
+      let failingTests = Set(events.issues.compactMap(\.testID))
+      if failingTests.count > 1 {
+        let others = failingTests.count - 1
+        details.append("(and \(others) more failing test\(others == 1 ? "" : "s"))")
+      }
+      return Grade(.failed, details)
+    }
+
+    if events.functionsStarted == 0 {
+      return Grade(
+        .failed,
+        [
+          "no tests matched suite \(context.suite) in \(context.testModule)",
+          "this is a workbook error: check \"suite\" in workbook.json",
+        ] + stderrTail(run.outcome.stderr))
+    }
+
+    if case .exited(let status) = run.outcome.termination, status != 0 {
+      return Grade(
+        .failed,
+        ["the test process exited with status \(status) without reporting a failure"]
+          + stderrTail(run.outcome.stderr))
+    }
+    return Grade(.passed)
+  }
+
+  private static func crashed(
+    _ run: SuiteRun, _ crash: CrashReport, _ context: GradingContext
+  )
+    -> Grade
+  {
+    var details: [String] = []
+    if crash.isIsolationTrap {
+      details.append(
+        "the runtime stopped the tests: a closure isolated to the main actor was called "
+          + "on a background thread (Swift 6 checks isolation at run time)")
+    } else if let message = crash.fatalMessage {
+      details.append("the runtime stopped the tests: \(message)")
+    } else if case .signalled(let signal) = run.outcome.termination {
+      details.append("the test process was killed by \(CrashReport.signalName(signal))")
+    } else if let reason = crash.crashReason {
+      details.append("the test process crashed: \(reason)")
+    }
+    if let test = run.events.runningTest { details.append("while running \(test.quoted)") }
+    let sourceFolder = "\(context.root)/\(context.sourceFolder)"
+    let resolvedFolder =
+      "\(URL(fileURLWithPath: context.root).resolvingSymlinksInPath().path)/\(context.sourceFolder)"
+    if let frame = crash.firstFrame(under: sourceFolder) ?? crash.firstFrame(under: resolvedFolder),
+      let path = frame.path
+    {
+      let line = frame.line.map { ":\($0)" } ?? ""
+      details.append("at \(context.relative(path))\(line) (in \(frame.symbol))")
+    }
+    if let meaning = meaning(of: crash) { details.append("this usually means \(meaning)") }
+    return Grade(.crashed, details)
+  }
+
+  /// What a crash usually means, in the learner's terms.
+  static func meaning(of crash: CrashReport) -> String? {
+    if crash.isIsolationTrap { return "a main-actor closure ran on a background thread" }
+    if crash.isDoubleResume {
+      return "a callback fired twice and each call resumed the continuation"
+    }
+    guard let message = crash.fatalMessage else { return nil }
+    if message.contains("Unexpectedly found nil") {
+      return "a force-unwrapped optional (`!`) was nil"
+    }
+    if message.contains("Index out of range") { return "an array was indexed past its end" }
+    return nil
+  }
+
+  /// "in test() at Tests/…/File.swift:12".
+  private static func locate(
+    _ issue: TestEventLog.Issue, _ events: TestEventLog, _ context: GradingContext
+  ) -> [String] {
+    let name = events.test(issue.testID)?.quoted
+    var location = ""
+    if let path = issue.filePath {
+      location = " at \(context.relative(path))" + (issue.line.map { ":\($0)" } ?? "")
+    }
+    guard let name else { return location.isEmpty ? [] : [String(location.dropFirst())] }
+    return ["\(name)\(location)"]
+  }
+
+  static func stderrTail(_ stderr: String, lines count: Int = 5) -> [String] {
+    let lines = stderr.split(separator: "\n").map(String.init).filter {
+      !$0.trimmingCharacters(in: .whitespaces).isEmpty
+    }
+    return lines.suffix(count).map { "  \($0)" }
+  }
+
+  /// 30 → "30 s", 2.5 → "2.5 s".
+  public static func formatSeconds(_ seconds: Double) -> String {
+    seconds == seconds.rounded() ? "\(Int(seconds)) s" : "\(seconds) s"
+  }
+}

@@ -1,0 +1,201 @@
+import Foundation
+
+/// The workbook's metadata, decoded from `workbook.json`: the single source of truth for
+/// chapters, exercises, their files, test suites and hints.
+public struct Workbook: Codable, Sendable, Equatable {
+  public var format: Int
+  public var chapters: [Chapter]
+
+  public init(format: Int = 1, chapters: [Chapter]) {
+    self.format = format
+    self.chapters = chapters
+  }
+
+  /// Every exercise, in workbook order.
+  public var exercises: [Exercise] { chapters.flatMap(\.exercises) }
+
+  public func chapter(number: Int) -> Chapter? {
+    chapters.first { $0.number == number }
+  }
+
+  public func exercise(id: String) -> Exercise? {
+    exercises.first { $0.id == id }
+  }
+
+  public func chapter(containing exercise: Exercise) -> Chapter? {
+    chapters.first { chapter in chapter.exercises.contains { $0.id == exercise.id } }
+  }
+}
+
+/// One chapter: a module built from `Chapters/<folder>` (or `Solutions/<folder>`), tested
+/// by the test target `<module>Tests` in `Tests/<folder>Tests`.
+public struct Chapter: Codable, Sendable, Equatable {
+  public var number: Int
+  public var folder: String
+  public var module: String
+  public var title: String
+  public var doc: String?
+  public var exercises: [Exercise]
+
+  public init(
+    number: Int, folder: String, module: String, title: String, doc: String? = nil,
+    exercises: [Exercise]
+  ) {
+    self.number = number
+    self.folder = folder
+    self.module = module
+    self.title = title
+    self.doc = doc
+    self.exercises = exercises
+  }
+
+  /// The test target's name, which is also the first component of every test id.
+  public var testModule: String { "\(module)Tests" }
+  /// The test target's folder, relative to the workbook root.
+  public var testFolder: String { "Tests/\(folder)Tests" }
+}
+
+/// One exercise: a starter file, its mirrored solution, one test suite, hints.
+public struct Exercise: Codable, Sendable, Equatable {
+  public var id: String
+  public var name: String
+  /// The file name inside the chapter folder, e.g. `03-OptionalPair.swift`.
+  public var file: String
+  /// The test suite's type name, e.g. `OptionalPairTests`.
+  public var suite: String
+  /// The verdict the untouched starter must get (checked by `workbook verify`).
+  public var starterVerdict: String
+  /// `fnv1a64:<16 hex>` of the shipped starter; written by `workbook fingerprint`.
+  public var starterDigest: String
+  public var hints: [String]
+  /// The test file name inside the chapter's test folder, when it does not follow the
+  /// convention `<file stem>Tests.swift`.
+  public var tests: String?
+
+  public init(
+    id: String, name: String, file: String, suite: String, starterVerdict: String = "not started",
+    starterDigest: String = "", hints: [String] = [], tests: String? = nil
+  ) {
+    self.id = id
+    self.name = name
+    self.file = file
+    self.suite = suite
+    self.starterVerdict = starterVerdict
+    self.starterDigest = starterDigest
+    self.hints = hints
+    self.tests = tests
+  }
+
+  /// The test file name: `tests` if given, else `<file stem>Tests.swift`.
+  public var testFile: String {
+    if let tests { return tests }
+    let stem = file.hasSuffix(".swift") ? String(file.dropLast(".swift".count)) : file
+    return "\(stem)Tests.swift"
+  }
+}
+
+extension Chapter {
+  /// The learner's file for `exercise`, relative to the workbook root.
+  public func starterPath(_ exercise: Exercise) -> String { "Chapters/\(folder)/\(exercise.file)" }
+  /// The solution file for `exercise`, relative to the workbook root.
+  public func solutionPath(_ exercise: Exercise) -> String {
+    "Solutions/\(folder)/\(exercise.file)"
+  }
+  /// The test file for `exercise`, relative to the workbook root.
+  public func testPath(_ exercise: Exercise) -> String { "\(testFolder)/\(exercise.testFile)" }
+  /// The source file graded for `exercise` when building from `source`.
+  public func sourcePath(_ exercise: Exercise, source: SourceTree) -> String {
+    "\(source.folder)/\(folder)/\(exercise.file)"
+  }
+  /// The Swift Testing filter that selects exactly this exercise's suite.
+  public func filter(for exercise: Exercise) -> String {
+    "^\(NSRegularExpression.escapedPattern(for: testModule))\\."
+      + "\(NSRegularExpression.escapedPattern(for: exercise.suite))(/|$)"
+  }
+}
+
+/// Which copy of the chapter modules a build uses.
+public enum SourceTree: String, Sendable {
+  /// `Chapters/`: the learner's files (the default).
+  case learner
+  /// `Solutions/`: the answers (`WORKBOOK_SOURCE=solutions`).
+  case solutions
+
+  public var folder: String { self == .learner ? "Chapters" : "Solutions" }
+}
+
+/// Loading `workbook.json`.
+public enum MetadataLoader {
+  public static let fileName = "workbook.json"
+
+  /// Decodes `<root>/workbook.json`; errors say what is wrong in words.
+  public static func load(root: URL) throws(WorkbookError) -> Workbook {
+    let url = root.appendingPathComponent(fileName)
+    let data: Data
+    do {
+      data = try Data(contentsOf: url)
+    } catch {
+      throw WorkbookError.metadata("cannot read \(fileName) in \(root.path)")
+    }
+    return try decode(data)
+  }
+
+  public static func decode(_ data: Data) throws(WorkbookError) -> Workbook {
+    do {
+      return try JSONDecoder().decode(Workbook.self, from: data)
+    } catch let error as DecodingError {
+      throw WorkbookError.metadata("\(fileName) is not valid: \(describe(error))")
+    } catch {
+      throw WorkbookError.metadata("\(fileName) is not valid: \(error)")
+    }
+  }
+
+  static func describe(_ error: DecodingError) -> String {
+    func path(_ context: DecodingError.Context) -> String {
+      let parts = context.codingPath.map { key in
+        key.intValue.map { "[\($0)]" } ?? ".\(key.stringValue)"
+      }
+      let joined = parts.joined()
+      return joined.isEmpty ? "the top level" : String(joined.drop { $0 == "." })
+    }
+    switch error {
+    case .keyNotFound(let key, let context):
+      let at = context.codingPath.isEmpty ? "the top level" : path(context)
+      return "missing key \"\(key.stringValue)\" in \(at)"
+    case .typeMismatch(_, let context), .valueNotFound(_, let context):
+      return "wrong type at \(path(context)): \(context.debugDescription)"
+    case .dataCorrupted(let context):
+      let underlying = (context.underlyingError as NSError?)?.userInfo["NSDebugDescription"]
+      return "not JSON (\(underlying.map { "\($0)" } ?? context.debugDescription))"
+    @unknown default:
+      return "\(error)"
+    }
+  }
+}
+
+/// Errors that end a command with a message (exit status 2 for usage errors, 1 otherwise).
+public enum WorkbookError: Error, Equatable, CustomStringConvertible {
+  /// The command line was wrong: exit status 2.
+  case usage(String)
+  /// workbook.json is missing or invalid.
+  case metadata(String)
+  /// Something the runner needs failed (a file it cannot write, a tool it cannot start).
+  case failure(String)
+  /// The learner pressed Ctrl-C; the interrupt handler reports it and exits.
+  case interrupted
+
+  public var description: String {
+    switch self {
+    case .usage(let message), .metadata(let message), .failure(let message): message
+    case .interrupted: "workbook: interrupted"
+    }
+  }
+
+  public var exitStatus: Int32 {
+    switch self {
+    case .usage: 2
+    case .interrupted: 130
+    default: 1
+    }
+  }
+}

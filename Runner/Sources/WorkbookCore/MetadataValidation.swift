@@ -1,0 +1,113 @@
+import Foundation
+
+/// The result of one named check: no problems means it passed.
+public struct CheckResult: Sendable, Equatable {
+  public var name: String
+  public var problems: [String]
+
+  public init(_ name: String, _ problems: [String] = []) {
+    self.name = name
+    self.problems = problems
+  }
+
+  public var passed: Bool { problems.isEmpty }
+}
+
+/// Checks workbook.json against the package and the files on disk.
+public enum MetadataValidator {
+  /// The `("01-Callbacks", "Callbacks")` pairs of the `chapters` list in Package.swift,
+  /// read as text (evaluating the manifest would need the toolchain and the environment).
+  public static func packageChapters(_ manifest: String) -> [(folder: String, module: String)] {
+    guard let start = manifest.range(of: "let chapters"),
+      let equals = manifest[start.upperBound...].firstIndex(of: "="),
+      let open = manifest[equals...].firstIndex(of: "[")
+    else { return [] }
+    // The list ends at the bracket that closes `open`.
+    var depth = 0
+    var close = manifest.endIndex
+    for index in manifest[open...].indices {
+      if manifest[index] == "[" { depth += 1 }
+      if manifest[index] == "]" {
+        depth -= 1
+        if depth == 0 {
+          close = index
+          break
+        }
+      }
+    }
+    let body = manifest[open..<close]
+    let pair = #/\(\s*"(?<folder>[^"]+)"\s*,\s*"(?<module>[^"]+)"\s*\)/#
+    return body.matches(of: pair).map { (String($0.output.folder), String($0.output.module)) }
+  }
+
+  /// The workbook-wide check: chapters agree with Package.swift; chapter numbers, exercise
+  /// ids and suite names are unique.
+  public static func validateChapters(_ workbook: Workbook, manifest: String) -> CheckResult {
+    var problems: [String] = []
+    let declared = packageChapters(manifest)
+    let listed = workbook.chapters.map { ($0.folder, $0.module) }
+    if declared.isEmpty {
+      problems.append("Package.swift has no `chapters` list of (folder, module) pairs")
+    } else if declared.map(\.folder) != listed.map(\.0) || declared.map(\.module) != listed.map(\.1)
+    {
+      let show = { (pairs: [(String, String)]) in
+        pairs.map { "\($0.0)/\($0.1)" }.joined(separator: ", ")
+      }
+      problems.append(
+        "Package.swift lists [\(show(declared.map { ($0.folder, $0.module) }))] "
+          + "but workbook.json lists [\(show(listed))]")
+    }
+    for chapter in workbook.chapters {
+      if Int(chapter.folder.prefix(2)) != chapter.number {
+        problems.append(
+          "chapter \(chapter.number): folder \(chapter.folder) does not start with its number")
+      }
+    }
+    problems.append(
+      contentsOf: duplicates(workbook.chapters.map { String($0.number) }, "chapter number"))
+    problems.append(contentsOf: duplicates(workbook.exercises.map(\.id), "exercise id"))
+    problems.append(contentsOf: duplicates(workbook.exercises.map(\.suite), "suite name"))
+    return CheckResult("workbook.json matches Package.swift; ids and suites are unique", problems)
+  }
+
+  /// One exercise's metadata: files exist, at least two hints, a known starter verdict,
+  /// an id that belongs to its chapter.
+  public static func validate(_ exercise: Exercise, in chapter: Chapter, root: URL) -> CheckResult {
+    var problems: [String] = []
+    let files = [
+      ("starter", chapter.starterPath(exercise)),
+      ("solution", chapter.solutionPath(exercise)),
+      ("test", chapter.testPath(exercise)),
+    ]
+    for (role, path) in files
+    where !FileManager.default.fileExists(atPath: root.appendingPathComponent(path).path) {
+      problems.append("\(role) file \(path) is missing")
+    }
+    if exercise.hints.count < 2 {
+      problems.append("has \(exercise.hints.count) hint(s); needs at least 2")
+    }
+    if exercise.hints.contains(where: { $0.trimmingCharacters(in: .whitespaces).isEmpty }) {
+      problems.append("has an empty hint")
+    }
+    if Verdict(rawValue: exercise.starterVerdict) == nil {
+      let valid = Verdict.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
+      problems.append("starterVerdict \"\(exercise.starterVerdict)\" is not one of \(valid)")
+    } else if exercise.starterVerdict == Verdict.passed.rawValue {
+      problems.append("starterVerdict is \"passed\": a starter must fail its tests")
+    }
+    if !exercise.id.hasPrefix("\(chapter.number).") {
+      problems.append("id \(exercise.id) does not start with its chapter number \(chapter.number)")
+    }
+    return CheckResult("\(exercise.id) metadata", problems)
+  }
+
+  static func duplicates(_ values: [String], _ what: String) -> [String] {
+    var seen: Set<String> = []
+    var reported: Set<String> = []
+    var problems: [String] = []
+    for value in values where !seen.insert(value).inserted && reported.insert(value).inserted {
+      problems.append("\(what) \(value) is used more than once")
+    }
+    return problems
+  }
+}

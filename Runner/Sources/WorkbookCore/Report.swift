@@ -1,0 +1,127 @@
+import Foundation
+
+/// One graded exercise, as printed and as encoded in `--json` output.
+public struct ExerciseReport: Sendable, Equatable, Codable {
+  public var id: String
+  public var name: String
+  /// The graded file, relative to the workbook root.
+  public var file: String
+  public var verdict: Verdict
+  public var details: [String]
+  /// The command that shows the next hint; `null` for a passed exercise.
+  public var hint: String?
+
+  public init(
+    id: String, name: String, file: String, verdict: Verdict, details: [String], hint: String?
+  ) {
+    self.id = id
+    self.name = name
+    self.file = file
+    self.verdict = verdict
+    self.details = details
+    self.hint = hint
+  }
+
+  public func encode(to encoder: any Encoder) throws {
+    var container = encoder.container(keyedBy: CodingKeys.self)
+    try container.encode(id, forKey: .id)
+    try container.encode(name, forKey: .name)
+    try container.encode(file, forKey: .file)
+    try container.encode(verdict, forKey: .verdict)
+    try container.encode(details, forKey: .details)
+    try container.encode(hint, forKey: .hint)  // explicit null keeps the schema stable
+  }
+}
+
+/// One chapter's results.
+public struct ChapterReport: Sendable, Equatable, Codable {
+  public var number: Int
+  public var title: String
+  public var folder: String
+  /// False when the chapter did not compile (every exercise is then "does not compile").
+  public var compiled: Bool
+  /// Lines about the chapter as a whole, e.g. compiler errors in no exercise's file.
+  public var notes: [String]
+  public var exercises: [ExerciseReport]
+
+  public init(
+    number: Int, title: String, folder: String, compiled: Bool, notes: [String] = [],
+    exercises: [ExerciseReport]
+  ) {
+    self.number = number
+    self.title = title
+    self.folder = folder
+    self.compiled = compiled
+    self.notes = notes
+    self.exercises = exercises
+  }
+}
+
+/// Counts over the exercises checked.
+public struct Totals: Sendable, Equatable, Codable {
+  public var checked: Int
+  public var passed: Int
+  public var notStarted: Int
+  public var failed: Int
+  public var neverResumed: Int
+  public var crashed: Int
+  public var doesNotCompile: Int
+  /// `passed * 100 / checked`, rounded down (100 only when everything passed).
+  public var percent: Int
+
+  public init(_ exercises: [ExerciseReport]) {
+    func count(_ verdict: Verdict) -> Int { exercises.filter { $0.verdict == verdict }.count }
+    checked = exercises.count
+    passed = count(.passed)
+    notStarted = count(.notStarted)
+    failed = count(.failed)
+    neverResumed = count(.neverResumed)
+    crashed = count(.crashed)
+    doesNotCompile = count(.doesNotCompile)
+    percent = checked == 0 ? 0 : passed * 100 / checked
+  }
+}
+
+/// The exercise to work on next.
+public struct NextStep: Sendable, Equatable, Codable {
+  public var id: String
+  public var name: String
+  public var file: String
+  public var hint: String
+}
+
+/// Everything `workbook check` found: the `--json` document (see Runner/README.md).
+public struct CheckReport: Sendable, Equatable, Codable {
+  /// "workbook-check/1": bumped only for incompatible changes.
+  public var schema = "workbook-check/1"
+  public var chapters: [ChapterReport]
+  public var totals: Totals
+  public var next: NextStep?
+
+  public init(chapters: [ChapterReport]) {
+    self.chapters = chapters
+    let exercises = chapters.flatMap(\.exercises)
+    totals = Totals(exercises)
+    next = exercises.first { $0.verdict != .passed }.map {
+      NextStep(id: $0.id, name: $0.name, file: $0.file, hint: $0.hint ?? "")
+    }
+  }
+
+  public var allPassed: Bool { totals.passed == totals.checked }
+
+  public func encode(to encoder: any Encoder) throws {
+    var container = encoder.container(keyedBy: CodingKeys.self)
+    try container.encode(schema, forKey: .schema)
+    try container.encode(chapters, forKey: .chapters)
+    try container.encode(totals, forKey: .totals)
+    try container.encode(next, forKey: .next)
+  }
+
+  /// Pretty-printed with sorted keys, so the output is stable.
+  public func json() -> String {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+    guard let data = try? encoder.encode(self) else { return "{}" }
+    return String(decoding: data, as: UTF8.self)
+  }
+}

@@ -1,0 +1,51 @@
+import Foundation
+
+/// Runs one exercise's suite in a process of its own, so a crash or a hang stops only that
+/// exercise.
+public enum TestLauncher {
+  /// Backtraces on (the isolation trap prints nothing else), plain text, only the crashed
+  /// thread, no registers or image list.
+  public static let backtraceSetting =
+    "enable=yes,interactive=no,color=no,threads=crashed,registers=none,images=none"
+
+  public static func run(
+    product: URL, filter: String, request: BuildRequest, timeout: Double
+  ) throws(WorkbookError) -> SuiteRun {
+    let events = FileManager.default.temporaryDirectory
+      .appendingPathComponent("workbook-events-\(getpid())-\(UUID().uuidString).jsonl")
+    defer { try? FileManager.default.removeItem(at: events) }
+    let environment: [String: String?] = [
+      "SWIFT_BACKTRACE": backtraceSetting,
+      "NO_COLOR": "1",
+    ].merging(request.environment) { mine, _ in mine }
+
+    var isDirectory: ObjCBool = false
+    _ = FileManager.default.fileExists(atPath: product.path, isDirectory: &isDirectory)
+    let outcome: ProcessOutcome
+    if !isDirectory.boolValue {
+      // Linux: the test product is an executable that runs Swift Testing itself.
+      outcome = try ChildProcess.run(
+        product.path,
+        [
+          "--testing-library", "swift-testing", "--filter", filter,
+          "--event-stream-output-path", events.path, "--event-stream-version", "0",
+        ],
+        environment: environment, in: request.root, timeout: timeout)
+    } else {
+      // macOS: the test product is a bundle; let SwiftPM load it (not exercised on Linux).
+      guard let swift = ChildProcess.which("swift") else {
+        throw .failure("cannot find `swift` on PATH")
+      }
+      outcome = try ChildProcess.run(
+        swift,
+        [
+          "test", "--skip-build", "--disable-xctest", "--package-path", request.root.path,
+          "--scratch-path", request.scratchURL.path, "--filter", filter,
+          "--event-stream-output-path", events.path, "--event-stream-version", "0",
+        ],
+        environment: environment, in: request.root, timeout: timeout)
+    }
+    let log = EventStreamParser.parse(ChildProcess.readText(events))
+    return SuiteRun(outcome: outcome, events: log)
+  }
+}

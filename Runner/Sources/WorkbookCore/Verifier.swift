@@ -1,0 +1,153 @@
+import Foundation
+
+/// `workbook verify`: the developer check that the workbook is consistent.
+///
+/// Checks, each printed as one line (`ok` or `FAIL` with the problems under it):
+/// - metadata: workbook.json agrees with Package.swift, ids and suites are unique (1), and
+///   each exercise's files exist, it has at least two hints and a valid starterVerdict
+///   (1 per exercise);
+/// - solutions: they build with warnings as errors and no `warning:` line (1), and each
+///   exercise's suite passes against its solution (1 per exercise);
+/// - starters: each starter's digest equals `starterDigest` and grading it yields exactly
+///   `starterVerdict` (1 per exercise).
+///
+/// So N + M = 2 + 3 × exercises. The last line is `verify: N passed, M failed`.
+public struct Verifier: Sendable {
+  public var root: URL
+  public var chapterNumber: Int?
+  public var timeout: Double
+  public var jobs: Int
+  public var terminal: Terminal
+  public var status: StatusLine
+
+  public init(
+    root: URL, chapterNumber: Int?, timeout: Double, jobs: Int, terminal: Terminal,
+    status: StatusLine
+  ) {
+    self.root = root
+    self.chapterNumber = chapterNumber
+    self.timeout = timeout
+    self.jobs = jobs
+    self.terminal = terminal
+    self.status = status
+  }
+
+  /// Runs every check, printing as it goes; returns the counts.
+  public func run(print: (String) -> Void) throws(WorkbookError) -> (passed: Int, failed: Int) {
+    var passed = 0
+    var failed = 0
+    func record(_ result: CheckResult, details: [String] = []) {
+      if result.passed {
+        passed += 1
+        print("  \(terminal.paint("ok  ", .green))  \(result.name)")
+      } else {
+        failed += 1
+        print("  \(terminal.paint("FAIL", .red))  \(result.name)")
+        for problem in result.problems { print("          \(problem)") }
+      }
+    }
+
+    print(terminal.paint("verify: metadata", .bold))
+    let workbook: Workbook
+    do {
+      workbook = try MetadataLoader.load(root: root)
+    } catch {
+      record(CheckResult("workbook.json can be read", [error.description]))
+      return (passed, failed)
+    }
+    let manifest =
+      (try? String(contentsOf: root.appendingPathComponent("Package.swift"), encoding: .utf8))
+      ?? ""
+    record(MetadataValidator.validateChapters(workbook, manifest: manifest))
+    let chapters = workbook.chapters.filter { chapterNumber == nil || $0.number == chapterNumber }
+    let selection = chapters.map { (chapter: $0, exercises: $0.exercises) }
+    for chapter in chapters {
+      for exercise in chapter.exercises {
+        record(MetadataValidator.validate(exercise, in: chapter, root: root))
+      }
+    }
+
+    print(terminal.paint("verify: solutions (Solutions/, warnings are errors)", .bold))
+    let solutions = Grader(
+      options: GraderOptions(
+        root: root, source: .solutions, timeout: timeout, jobs: jobs,
+        extraBuildArguments: ["-Xswiftc", "-warnings-as-errors"], buildEachChapter: false),
+      status: status)
+    let solved = try solutions.grade(selection)
+    var buildProblems: [String] = []
+    for build in solved.builds {
+      let warnings = build.diagnostics.filter { $0.severity == .warning }
+      for warning in warnings.prefix(10) {
+        buildProblems.append(contentsOf: warning.rendered(relativePath: relative(warning.path)))
+      }
+      if warnings.isEmpty, DiagnosticsParser.hasWarnings(build.output) {
+        buildProblems.append("the build printed a `warning:` line")
+      }
+      if !build.succeeded {
+        let errors = build.diagnostics.filter { $0.severity == .error }
+        buildProblems.append("the build failed")
+        for error in errors.prefix(10) {
+          buildProblems.append(contentsOf: error.rendered(relativePath: relative(error.path)))
+        }
+        if errors.isEmpty {
+          buildProblems.append(
+            contentsOf: DiagnosticsParser.unlocatedErrors(build.output).prefix(10))
+        }
+      }
+    }
+    record(CheckResult("solutions build without warnings", buildProblems))
+    for chapter in solved.reports {
+      for exercise in chapter.exercises {
+        var problems: [String] = []
+        if exercise.verdict != .passed, chapter.compiled {
+          problems.append("graded \"\(exercise.verdict.rawValue)\"")
+          problems.append(contentsOf: exercise.details.map { "  " + $0 })
+        } else if !chapter.compiled {
+          problems.append("the solutions do not compile")
+        }
+        record(CheckResult("\(exercise.id) solution passes", problems))
+      }
+    }
+
+    print(terminal.paint("verify: starters (Chapters/)", .bold))
+    let starters = Grader(
+      options: GraderOptions(root: root, source: .learner, timeout: timeout, jobs: jobs),
+      status: status)
+    let graded = try starters.grade(selection)
+    let reports = Dictionary(
+      graded.reports.flatMap(\.exercises).map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+    for chapter in chapters {
+      if let report = graded.reports.first(where: { $0.number == chapter.number }),
+        !report.compiled, !report.notes.isEmpty
+      {
+        print("        chapter \(chapter.number) does not compile:")
+        for note in report.notes { print("          \(note)") }
+      }
+      for exercise in chapter.exercises {
+        var problems: [String] = []
+        let path = chapter.starterPath(exercise)
+        let digest = Digest.ofFile(root.appendingPathComponent(path))
+        if digest != exercise.starterDigest {
+          problems.append(
+            "digest \(digest ?? "(unreadable)") differs from starterDigest "
+              + "\"\(exercise.starterDigest)\" (run `make fingerprint` after editing a starter)")
+        }
+        if let report = reports[exercise.id], report.verdict.rawValue != exercise.starterVerdict {
+          problems.append(
+            "graded \"\(report.verdict.rawValue)\", expected \"\(exercise.starterVerdict)\"")
+          problems.append(contentsOf: report.details.map { "  " + $0 })
+        }
+        record(
+          CheckResult("\(exercise.id) starter grades \"\(exercise.starterVerdict)\"", problems))
+      }
+    }
+    return (passed, failed)
+  }
+
+  func relative(_ path: String) -> String {
+    GradingContext(
+      root: root.path, sourceFolder: "", suite: "", testModule: "", untouchedStarter: false,
+      file: ""
+    ).relative(path)
+  }
+}

@@ -1,0 +1,48 @@
+// swift-tools-version: 6.1
+//
+// A tiny workbook for the runner's golden tests. It follows the real workbook's
+// conventions: WORKBOOK_SOURCE=solutions builds the chapter modules from Solutions/,
+// WORKBOOK_CHAPTER=N includes only chapter N. Chapters/ holds a learner's work in
+// progress with one exercise for each verdict the runner can give.
+
+import PackageDescription
+
+let chapters: [(folder: String, module: String)] = [
+  ("01-Basics", "Basics"),
+  ("02-Broken", "Broken"),
+]
+
+let environment = Context.environment
+let sourceRoot = environment["WORKBOOK_SOURCE"] == "solutions" ? "Solutions" : "Chapters"
+let selected = chapters.filter { chapter in
+  guard let wanted = environment["WORKBOOK_CHAPTER"].flatMap({ Int($0) }) else { return true }
+  return Int(chapter.folder.prefix(2)) == wanted
+}
+
+let package = Package(
+  name: "MiniWorkbook",
+  platforms: [.macOS(.v15)],
+  targets: [
+    .target(
+      name: "MiniLegacy",
+      path: "Support/MiniLegacy",
+      swiftSettings: [.swiftLanguageMode(.v5)]
+    ),
+    .target(name: "MiniTesting", path: "Support/MiniTesting"),
+  ]
+    + selected.flatMap { chapter in
+      [
+        .target(
+          name: chapter.module,
+          dependencies: ["MiniLegacy"],
+          path: "\(sourceRoot)/\(chapter.folder)"
+        ),
+        .testTarget(
+          name: "\(chapter.module)Tests",
+          dependencies: [.target(name: chapter.module), "MiniLegacy", "MiniTesting"],
+          path: "Tests/\(chapter.folder)Tests"
+        ),
+      ]
+    },
+  swiftLanguageModes: [.v6]
+)

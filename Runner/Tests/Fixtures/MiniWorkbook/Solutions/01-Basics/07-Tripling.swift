@@ -1,0 +1,4 @@
+/// Triples `value`.
+public func triple(_ value: Int) -> Int {
+  value * 3
+}

@@ -1,0 +1,4 @@
+/// Halves `value`.
+public func half(_ value: Int) -> Int {
+  value / 2
+}

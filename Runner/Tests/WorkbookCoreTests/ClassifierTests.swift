@@ -1,0 +1,149 @@
+import Testing
+
+@testable import WorkbookCore
+
+@Suite struct CrashReportTests {
+  @Test(arguments: ["double-resume.stderr.txt", "double-resume-all-threads.stderr.txt"])
+  func readsADoubleResume(sample: String) throws {
+    let report = CrashReport.parse(try Fixtures.sample(sample))
+    #expect(
+      report.fatalMessage
+        == "SWIFT TASK CONTINUATION MISUSE: firstDelivery(_:) tried to resume its continuation more than once, returning 2!"
+    )
+    #expect(report.crashReason == "Illegal instruction")
+    #expect(report.isDoubleResume)
+    #expect(!report.isIsolationTrap)
+    let frame = try #require(report.firstFrame(under: "/ROOT/Chapters"))
+    #expect(frame.path == "/ROOT/Chapters/01-Basics/05-CalledTwice.swift")
+    #expect(frame.line == 7)
+    #expect(frame.symbol == "closure #1 in closure #1 in firstDelivery(_:)")
+  }
+
+  @Test(arguments: ["isolation-trap.stderr.txt", "isolation-trap-all-threads.stderr.txt"])
+  func recognisesTheIsolationTrapFromTheBacktraceAlone(sample: String) throws {
+    let report = CrashReport.parse(try Fixtures.sample(sample))
+    #expect(report.fatalMessage == nil)
+    #expect(report.isIsolationTrap)
+    let frame = try #require(report.firstFrame(under: "/ROOT/Chapters"))
+    #expect(frame.path == "/ROOT/Chapters/01-Basics/06-MainActorModel.swift")
+    #expect(frame.line == nil)
+    #expect(frame.symbol == "closure #1 in Model.load()")
+  }
+
+  @Test func findsTheLeakedContinuationLine() throws {
+    let report = CrashReport.parse(try Fixtures.sample("deadline.stderr.txt"))
+    #expect(!report.showsCrash)
+    #expect(
+      report.leakedContinuation?.contains("deliveredValue(_:) leaked its continuation") == true)
+  }
+
+  @Test func stripsTheFatalErrorPrefix() {
+    let report = CrashReport.parse(
+      "Swift/Optional.swift:12: Fatal error: Unexpectedly found nil while unwrapping an Optional value"
+    )
+    #expect(report.fatalMessage == "Unexpectedly found nil while unwrapping an Optional value")
+    #expect(Classifier.meaning(of: report) == "a force-unwrapped optional (`!`) was nil")
+  }
+}
+
+@Suite struct ClassifierTests {
+  @Test func gradesADoubleResumeAsCrashed() throws {
+    let grade = Classifier.grade(
+      try Fixtures.run("double-resume", termination: .signalled(4)), sampleContext())
+    #expect(grade.verdict == .crashed)
+    #expect(
+      grade.details == [
+        "the runtime stopped the tests: SWIFT TASK CONTINUATION MISUSE: firstDelivery(_:) tried to resume its continuation more than once, returning 2!",
+        "while running test resumesOnceWhenTheCallbackFiresTwice()",
+        "at Chapters/01-Basics/05-CalledTwice.swift:7 (in closure #1 in closure #1 in firstDelivery(_:))",
+        "this usually means a callback fired twice and each call resumed the continuation",
+      ])
+  }
+
+  @Test func gradesTheIsolationTrapAsCrashedAndSaysSoInWords() throws {
+    let grade = Classifier.grade(
+      try Fixtures.run("isolation-trap", termination: .signalled(4)), sampleContext())
+    #expect(grade.verdict == .crashed)
+    #expect(grade.details.first?.contains("isolated to the main actor") == true)
+    #expect(grade.details.contains("while running test loadsTheValue()"))
+    #expect(
+      grade.details.contains(
+        "at Chapters/01-Basics/06-MainActorModel.swift (in closure #1 in Model.load())"))
+    #expect(
+      grade.details.last == "this usually means a main-actor closure ran on a background thread")
+  }
+
+  @Test func gradesACrashMessageEvenWithoutASignal() throws {
+    var run = try Fixtures.run("double-resume", termination: .exited(1))
+    run.events = TestEventLog()
+    #expect(Classifier.grade(run, sampleContext()).verdict == .crashed)
+  }
+
+  @Test func gradesTheDeadlineIssueAsNeverResumed() throws {
+    let grade = Classifier.grade(
+      try Fixtures.run("deadline", termination: .exited(1)), sampleContext())
+    #expect(grade.verdict == .neverResumed)
+    #expect(grade.details[0].hasPrefix("Never resumed: deliveredValue(5) did not finish"))
+    #expect(
+      grade.details[1]
+        == "test returnsTheDeliveredValue() at Tests/01-BasicsTests/03-ForgottenPathTests.swift:8")
+    #expect(grade.details[2].hasPrefix("the runtime said: SWIFT TASK CONTINUATION MISUSE"))
+  }
+
+  @Test func gradesTheDeadlineIssueAsNeverResumedEvenForAnUntouchedStarter() throws {
+    let grade = Classifier.grade(
+      try Fixtures.run("deadline", termination: .exited(1)), sampleContext(untouched: true))
+    #expect(grade.verdict == .neverResumed)
+  }
+
+  @Test func gradesATimeoutAsNeverResumedAheadOfEverythingElse() throws {
+    var run = try Fixtures.run("hang", termination: .timedOut(seconds: 30))
+    run.outcome.stderr += "\nFatal error: would otherwise look like a crash"
+    let grade = Classifier.grade(run, sampleContext())
+    #expect(grade.verdict == .neverResumed)
+    #expect(
+      grade.details.prefix(2) == [
+        "the tests were still running after 30 s, so the runner stopped them",
+        "still running: test returnsOnceTheCallbackSignals()",
+      ])
+  }
+
+  @Test func gradesAFailedExpectationWithItsLocation() throws {
+    let grade = Classifier.grade(
+      try Fixtures.run("failed", termination: .exited(1)), sampleContext())
+    #expect(
+      grade
+        == Grade(
+          .failed,
+          [
+            "test doublesFour() at Tests/01-BasicsTests/02-DoublingTests.swift:11",
+            "Expectation failed: (double(4) → 12) == 8",
+            "double(4) should be 8",
+          ]))
+  }
+
+  @Test func gradesAnUntouchedStarterAsNotStarted() throws {
+    let grade = Classifier.grade(
+      try Fixtures.run("failed", termination: .exited(1)), sampleContext(untouched: true))
+    #expect(
+      grade == Grade(.notStarted, ["open Chapters/01-Basics/02-Doubling.swift and find the TODO"]))
+  }
+
+  @Test func gradesACleanRunAsPassed() throws {
+    let grade = Classifier.grade(
+      try Fixtures.run("passed", termination: .exited(0)), sampleContext(untouched: true))
+    #expect(grade == Grade(.passed))
+  }
+
+  @Test func gradesARunWithoutTestsAsAMetadataError() {
+    let run = SuiteRun(outcome: ProcessOutcome(termination: .exited(0)), events: TestEventLog())
+    let grade = Classifier.grade(run, sampleContext(suite: "TypoTests"))
+    #expect(grade.verdict == .failed)
+    #expect(grade.details.first == "no tests matched suite TypoTests in BasicsTests")
+  }
+
+  @Test func formatsSeconds() {
+    #expect(Classifier.formatSeconds(30) == "30 s")
+    #expect(Classifier.formatSeconds(2.5) == "2.5 s")
+  }
+}

@@ -1,0 +1,124 @@
+import Foundation
+import Testing
+
+@testable import WorkbookCore
+
+@Suite struct MetadataTests {
+  static let minimal = """
+    {"format": 1, "chapters": [{"number": 1, "folder": "01-Callbacks", "module": "Callbacks",
+      "title": "Callbacks to async", "exercises": [{"id": "1.1", "name": "Warm-up",
+      "file": "01-WarmUp.swift", "suite": "WarmUpTests", "starterVerdict": "not started",
+      "starterDigest": "", "hints": ["a", "b"]}]}]}
+    """
+
+  @Test func decodesChaptersAndExercises() throws {
+    let workbook = try MetadataLoader.decode(Data(Self.minimal.utf8))
+    let chapter = try #require(workbook.chapter(number: 1))
+    let exercise = try #require(workbook.exercise(id: "1.1"))
+    #expect(chapter.testModule == "CallbacksTests")
+    #expect(chapter.starterPath(exercise) == "Chapters/01-Callbacks/01-WarmUp.swift")
+    #expect(chapter.solutionPath(exercise) == "Solutions/01-Callbacks/01-WarmUp.swift")
+    #expect(chapter.testPath(exercise) == "Tests/01-CallbacksTests/01-WarmUpTests.swift")
+    #expect(chapter.filter(for: exercise) == #"^CallbacksTests\.WarmUpTests(/|$)"#)
+    #expect(workbook.chapter(containing: exercise)?.number == 1)
+  }
+
+  @Test func decodesTheRealWorkbookJSON() throws {
+    let root = Fixtures.folder.deletingLastPathComponent().deletingLastPathComponent()
+      .deletingLastPathComponent()
+    let workbook = try MetadataLoader.load(root: root)
+    #expect(workbook.chapters.first?.module == "Callbacks")
+  }
+
+  @Test func namesTheMissingKey() {
+    let text = Self.minimal.replacingOccurrences(of: #""suite": "WarmUpTests","#, with: "")
+    #expect(throws: WorkbookError.self) { try MetadataLoader.decode(Data(text.utf8)) }
+    do {
+      _ = try MetadataLoader.decode(Data(text.utf8))
+    } catch {
+      #expect(error.description.contains(#"missing key "suite""#))
+      #expect(error.description.contains("chapters[0].exercises[0]"))
+    }
+  }
+
+  @Test func saysWhenTheFileIsNotJSON() {
+    do {
+      _ = try MetadataLoader.decode(Data("{ nope".utf8))
+      Issue.record("decoding should fail")
+    } catch {
+      #expect(error.description.hasPrefix("workbook.json is not valid: not JSON"))
+    }
+  }
+
+  @Test func reportsAMissingFile() throws {
+    let folder = try Fixtures.temporaryFolder()
+    defer { try? FileManager.default.removeItem(at: folder) }
+    #expect(throws: WorkbookError.metadata("cannot read workbook.json in \(folder.path)")) {
+      try MetadataLoader.load(root: folder)
+    }
+  }
+
+  @Test func readsTheChapterListOfPackageSwiftAsText() {
+    let manifest = """
+      let chapters: [(folder: String, module: String)] = [
+        ("01-Callbacks", "Callbacks"),
+        ("02-Delegates", "Delegates"),
+      ]
+      let other = [("x", "y")]
+      """
+    let pairs = MetadataValidator.packageChapters(manifest)
+    #expect(pairs.map(\.folder) == ["01-Callbacks", "02-Delegates"])
+    #expect(pairs.map(\.module) == ["Callbacks", "Delegates"])
+  }
+
+  @Test func flagsChaptersThatDisagreeWithPackageSwift() throws {
+    let workbook = try MetadataLoader.decode(Data(Self.minimal.utf8))
+    let manifest = #"let chapters: [(folder: String, module: String)] = [("01-Other", "Other")]"#
+    let result = MetadataValidator.validateChapters(workbook, manifest: manifest)
+    #expect(!result.passed)
+    #expect(result.problems.first?.contains("01-Other/Other") == true)
+  }
+
+  @Test func flagsDuplicateSuitesAndIDs() throws {
+    var workbook = try MetadataLoader.decode(Data(Self.minimal.utf8))
+    workbook.chapters[0].exercises.append(workbook.chapters[0].exercises[0])
+    let manifest =
+      #"let chapters: [(folder: String, module: String)] = [("01-Callbacks", "Callbacks")]"#
+    let problems = MetadataValidator.validateChapters(workbook, manifest: manifest).problems
+    #expect(problems.contains("exercise id 1.1 is used more than once"))
+    #expect(problems.contains("suite name WarmUpTests is used more than once"))
+  }
+
+  @Test func flagsMissingFilesFewHintsAndBadVerdicts() throws {
+    let folder = try Fixtures.temporaryFolder()
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let workbook = try MetadataLoader.decode(Data(Self.minimal.utf8))
+    var exercise = workbook.exercises[0]
+    exercise.hints = ["only one"]
+    exercise.starterVerdict = "exploded"
+    exercise.id = "2.1"
+    let result = MetadataValidator.validate(exercise, in: workbook.chapters[0], root: folder)
+    #expect(
+      result.problems == [
+        "starter file Chapters/01-Callbacks/01-WarmUp.swift is missing",
+        "solution file Solutions/01-Callbacks/01-WarmUp.swift is missing",
+        "test file Tests/01-CallbacksTests/01-WarmUpTests.swift is missing",
+        "has 1 hint(s); needs at least 2",
+        #"starterVerdict "exploded" is not one of "passed", "not started", "failed", "never resumed", "crashed", "does not compile""#,
+        "id 2.1 does not start with its chapter number 1",
+      ])
+  }
+
+  @Test func acceptsTheFixtureWorkbook() throws {
+    let root = Fixtures.folder.appendingPathComponent("MiniWorkbook")
+    let workbook = try MetadataLoader.load(root: root)
+    let manifest = try String(
+      contentsOf: root.appendingPathComponent("Package.swift"), encoding: .utf8)
+    #expect(MetadataValidator.validateChapters(workbook, manifest: manifest).problems == [])
+    for chapter in workbook.chapters {
+      for exercise in chapter.exercises {
+        #expect(MetadataValidator.validate(exercise, in: chapter, root: root).problems == [])
+      }
+    }
+  }
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# What `make test` (and CI, through .ci/run) runs, in stages:
+#   1. lint          swift format lint --strict over the package, support, chapters, runner
+#   2. runner tests  swift test --package-path Runner (unit and golden tests)
+#   3. docs          scripts/docs.sh build, when the docs are present (fails on warnings)
+#   4. verify        workbook verify: metadata, solutions pass, starters get their verdicts
+# It stops at the first stage that fails and exits non-zero; on success the last line is
+# verify's own closing line, "verify: N passed, 0 failed".
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+stage() { printf '\n\033[1m==> %s\033[0m\n' "$1"; }
+[[ -t 1 && -z "${NO_COLOR:-}" ]] || stage() { printf '\n==> %s\n' "$1"; }
+fail() {
+  echo "test.sh: stage \"$1\" failed" >&2
+  exit 1
+}
+
+stage "1/4 lint (swift format lint --strict)"
+make -s lint || fail lint
+echo "lint: clean"
+
+stage "2/4 runner tests (swift test --package-path Runner)"
+swift test --package-path Runner || fail "runner tests"
+
+stage "3/4 docs (scripts/docs.sh build)"
+if [[ -f scripts/docs.sh ]]; then
+  log="$(mktemp)"
+  trap 'rm -f "$log"' EXIT
+  status=0
+  bash scripts/docs.sh build 2>&1 | tee "$log" || status=$?
+  [[ $status -eq 0 ]] || fail docs
+  if grep -q "warning:" "$log"; then
+    echo "docs: the build printed warnings" >&2
+    fail docs
+  fi
+else
+  echo "skipped: scripts/docs.sh is not here yet"
+fi
+
+stage "4/4 verify (solutions pass, starters fail as expected)"
+make -s Runner/.build/debug/workbook
+exec Runner/.build/debug/workbook verify
