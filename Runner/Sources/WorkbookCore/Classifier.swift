@@ -61,7 +61,7 @@ public enum Classifier {
       var details = [
         "the tests were still running after \(formatSeconds(seconds)), so the runner stopped them"
       ]
-      if let test = events.runningTest { details.append("still running: \(test.quoted)") }
+      if let running = events.describeRunningTests("still running:") { details.append(running) }
       if let leaked = crash.leakedContinuation { details.append("the runtime said: \(leaked)") }
       details.append(
         "this usually means a path that never resumes the continuation, "
@@ -135,7 +135,7 @@ public enum Classifier {
     } else if let reason = crash.crashReason {
       details.append("the test process crashed: \(reason)")
     }
-    if let test = run.events.runningTest { details.append("while running \(test.quoted)") }
+    if let running = run.events.describeRunningTests("while running") { details.append(running) }
     let sourceFolder = "\(context.root)/\(context.sourceFolder)"
     let resolvedFolder =
       "\(URL(fileURLWithPath: context.root).resolvingSymlinksInPath().path)/\(context.sourceFolder)"

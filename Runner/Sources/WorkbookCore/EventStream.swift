@@ -53,13 +53,26 @@ public struct TestEventLog: Sendable, Equatable {
     started.filter { tests[$0]?.kind == "function" || isFunctionID($0) }.count
   }
 
-  /// The test function that started last and never ended: the one running at a crash or
-  /// at the time limit.
-  public var runningTest: Test? {
-    guard
-      let id = started.last(where: { !ended.contains($0) && (tests[$0]?.kind ?? "") != "suite" })
-    else { return nil }
-    return tests[id] ?? Test(id: id, name: Self.functionName(fromID: id), kind: "function")
+  /// The test functions that started and never ended, in the order they started: the ones
+  /// running at a crash or at the time limit. Tests run in parallel, so there may be several.
+  public var runningTests: [Test] {
+    started.filter { id in
+      !ended.contains(id) && (tests[id].map { $0.kind == "function" } ?? isFunctionID(id))
+    }.map {
+      tests[$0] ?? Test(id: $0, name: Self.functionName(fromID: $0), kind: "function")
+    }
+  }
+
+  /// Names the running tests for a verdict's details: "<what> test X", or, when tests ran in
+  /// parallel, "<what> one of these tests: X, Y".
+  public func describeRunningTests(_ what: String) -> String? {
+    let running = runningTests
+    switch running.count {
+    case 0: return nil
+    case 1: return "\(what) \(running[0].quoted)"
+    default:
+      return "\(what) one of these tests: " + running.map(\.quoted).joined(separator: ", ")
+    }
   }
 
   /// The issues ordered by where their test is declared (then by when they were

@@ -24,7 +24,7 @@ public struct Progress: Codable, Sendable, Equatable {
 }
 
 /// Reads and writes `.workbook/progress.json` (git-ignored). A missing or unreadable file
-/// is replaced by a fresh one with a one-line notice; writes go to a temporary file that
+/// is replaced by a fresh one (an unreadable one with a one-line notice); writes go to a temporary file that
 /// is then renamed over the old one, so an interrupted write never leaves half a file.
 public struct ProgressStore: Sendable {
   public static let relativePath = ".workbook/progress.json"
@@ -36,10 +36,8 @@ public struct ProgressStore: Sendable {
 
   /// The stored progress; `notice` receives one line when the file had to be rebuilt.
   public func load(notice: (String) -> Void = { Output.err($0) }) -> Progress {
-    guard FileManager.default.fileExists(atPath: url.path) else {
-      notice("workbook: no \(Self.relativePath) yet; starting a new one")
-      return Progress()
-    }
+    // A first run has no file yet: that is normal and needs no notice.
+    guard FileManager.default.fileExists(atPath: url.path) else { return Progress() }
     guard let data = try? Data(contentsOf: url),
       let progress = try? JSONDecoder().decode(Progress.self, from: data)
     else {

@@ -13,13 +13,17 @@ import Testing
     #expect(issue.filePath == "/ROOT/Tests/01-BasicsTests/02-DoublingTests.swift")
     #expect(issue.line == 11)
     #expect(log.test(issue.testID)?.title == "doublesFour()")
-    #expect(log.runningTest == nil)
+    #expect(log.runningTests.isEmpty)
+    #expect(log.describeRunningTests("while running") == nil)
   }
 
   @Test func namesTheTestThatWasRunningAtACrash() throws {
     let log = EventStreamParser.parse(try Fixtures.sample("double-resume.events.jsonl"))
     #expect(!log.runEnded)
-    #expect(log.runningTest?.name == "resumesOnceWhenTheCallbackFiresTwice()")
+    #expect(log.runningTests.map(\.name) == ["resumesOnceWhenTheCallbackFiresTwice()"])
+    #expect(
+      log.describeRunningTests("while running")
+        == "while running test resumesOnceWhenTheCallbackFiresTwice()")
   }
 
   @Test func readsTheDeadlineComment() throws {
@@ -36,7 +40,22 @@ import Testing
     let log = EventStreamParser.parse(text)
     #expect(log.functionsStarted == 1)
     #expect(log.issues.isEmpty)
-    #expect(log.runningTest?.name == "t()")
+    #expect(log.runningTests.map(\.name) == ["t()"])
+  }
+
+  @Test func namesEveryTestStillRunningWhenTestsRanInParallel() {
+    let text = """
+      {"kind":"event","payload":{"kind":"testStarted","testID":"M.S"}}
+      {"kind":"event","payload":{"kind":"testStarted","testID":"M.S/a()/F.swift:1:1"}}
+      {"kind":"event","payload":{"kind":"testStarted","testID":"M.S/b()/F.swift:5:1"}}
+      {"kind":"event","payload":{"kind":"testStarted","testID":"M.S/c()/F.swift:9:1"}}
+      {"kind":"event","payload":{"kind":"testEnded","testID":"M.S/b()/F.swift:5:1"}}
+      """
+    let log = EventStreamParser.parse(text)
+    #expect(log.runningTests.map(\.name) == ["a()", "c()"])
+    #expect(
+      log.describeRunningTests("while running")
+        == "while running one of these tests: test a(), test c()")
   }
 
   @Test func ignoresKnownIssuesAndWarnings() {
