@@ -135,11 +135,16 @@ public enum Classifier {
     } else if let reason = crash.crashReason {
       details.append("the test process crashed: \(reason)")
     }
-    if let running = run.events.describeRunningTests("while running") { details.append(running) }
-    let sourceFolder = "\(context.root)/\(context.sourceFolder)"
-    let resolvedFolder =
-      "\(URL(fileURLWithPath: context.root).resolvingSymlinksInPath().path)/\(context.sourceFolder)"
-    if let frame = crash.firstFrame(under: sourceFolder) ?? crash.firstFrame(under: resolvedFolder),
+    // When the crash happened on the test's own task, its backtrace reaches the test
+    // function and names it for certain; otherwise every test still running is a suspect.
+    if let frame = firstFrame(of: crash, under: "Tests", context), let path = frame.path {
+      let line = frame.line.map { ":\($0)" } ?? ""
+      let test = frame.symbol.replacing(#/^((implicit )?closure #\d+ in )+/#, with: "")
+      details.append("while running \(test) at \(context.relative(path))\(line)")
+    } else if let running = run.events.describeRunningTests("while running") {
+      details.append(running)
+    }
+    if let frame = firstFrame(of: crash, under: context.sourceFolder, context),
       let path = frame.path
     {
       let line = frame.line.map { ":\($0)" } ?? ""
@@ -147,6 +152,16 @@ public enum Classifier {
     }
     if let meaning = meaning(of: crash) { details.append("this usually means \(meaning)") }
     return Grade(.crashed, details)
+  }
+
+  /// The innermost crashed-thread frame in a file under `folder` (relative to the root),
+  /// whether the backtrace spells the root as given or with symbolic links resolved.
+  private static func firstFrame(
+    of crash: CrashReport, under folder: String, _ context: GradingContext
+  ) -> CrashReport.Frame? {
+    let resolvedRoot = URL(fileURLWithPath: context.root).resolvingSymlinksInPath().path
+    return crash.firstFrame(under: "\(context.root)/\(folder)")
+      ?? crash.firstFrame(under: "\(resolvedRoot)/\(folder)")
   }
 
   /// What a crash usually means, in the learner's terms.

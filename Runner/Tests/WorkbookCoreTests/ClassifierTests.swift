@@ -47,6 +47,21 @@ import Testing
 }
 
 @Suite struct ClassifierTests {
+  @Test func namesTheTestFromTheBacktraceWhenTheCrashHappenedOnItsTask() throws {
+    let grade = Classifier.grade(
+      try Fixtures.run("double-resume-in-test", termination: .signalled(4)),
+      sampleContext(
+        file: "Chapters/01-Callbacks/03-OptionalPair.swift", suite: "OptionalPairTests"))
+    #expect(grade.verdict == .crashed)
+    #expect(
+      grade.details == [
+        "the runtime stopped the tests: SWIFT TASK CONTINUATION MISUSE: encode(_:using:reportWarning:) tried to resume its continuation more than once, throwing approximateMatch!",
+        "while running OptionalPairTests.valueAndError(script:) at Tests/01-CallbacksTests/03-OptionalPairTests.swift:72",
+        "at Chapters/01-Callbacks/03-OptionalPair.swift:30 (in closure #1 in closure #1 in encode(_:using:reportWarning:))",
+        "this usually means a callback fired twice and each call resumed the continuation",
+      ])
+  }
+
   @Test func gradesADoubleResumeAsCrashed() throws {
     let grade = Classifier.grade(
       try Fixtures.run("double-resume", termination: .signalled(4)), sampleContext())
