@@ -62,7 +62,15 @@ public func withDeadline<T: Sendable>(
 
   work.cancel()
   let message =
-    "\(neverResumedMarker) \(operationName) did not finish within \(limit). Likely cause: \(hint)."
+    "\(neverResumedMarker) \(operationName) did not finish within \(describe(limit)). "
+    + "Likely cause: \(hint)."
   Issue.record(Comment(rawValue: message), sourceLocation: sourceLocation)
   throw DeadlineExceeded(description: message)
+}
+
+/// "2 seconds" or "1.5 seconds": how a learner would say it, not `Duration`'s "2.0 seconds".
+private func describe(_ limit: Duration) -> String {
+  let (seconds, attoseconds) = limit.components
+  if attoseconds == 0 { return seconds == 1 ? "1 second" : "\(seconds) seconds" }
+  return "\(Double(seconds) + Double(attoseconds) / 1e18) seconds"
 }
