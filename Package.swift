@@ -9,7 +9,11 @@
 //
 //   WORKBOOK_SOURCE=solutions   build the chapter modules from Solutions/
 //   WORKBOOK_CHAPTER=3          include only chapter 3, so a compile error in one
-//                               chapter cannot stop another from being graded
+//                               chapter cannot stop another from being graded;
+//                               0 includes none (`make test` builds the support
+//                               targets and their own tests that way)
+//
+// The support targets (Support/) are always included.
 //
 // Keep `chapters` in step with workbook.json; `make test` checks that they agree.
 
@@ -36,6 +40,13 @@ let package = Package(
       path: "Support/LegacyKit",
       swiftSettings: [.swiftLanguageMode(.v5)]
     ),
+    // A coroutine-era futures and channels library (Chapters 5 to 7 migrate away from it),
+    // also legacy code: Swift 5 mode.
+    .target(
+      name: "CoroutineKit",
+      path: "Support/CoroutineKit",
+      swiftSettings: [.swiftLanguageMode(.v5)]
+    ),
     // Deadlines and helpers shared by every chapter's tests.
     .target(
       name: "WorkbookTesting",
@@ -46,12 +57,14 @@ let package = Package(
       [
         .target(
           name: chapter.module,
-          dependencies: ["LegacyKit"],
+          dependencies: ["LegacyKit", "CoroutineKit"],
           path: "\(sourceRoot)/\(chapter.folder)"
         ),
         .testTarget(
           name: "\(chapter.module)Tests",
-          dependencies: [.target(name: chapter.module), "LegacyKit", "WorkbookTesting"],
+          dependencies: [
+            .target(name: chapter.module), "LegacyKit", "CoroutineKit", "WorkbookTesting",
+          ],
           path: "Tests/\(chapter.folder)Tests"
         ),
       ]
