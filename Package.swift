@@ -13,7 +13,7 @@
 //                               0 includes none (`make test` builds the support
 //                               targets and their own tests that way)
 //
-// The support targets (Support/) are always included.
+// The support targets (Support/) and CoroutineKit's own tests are always included.
 //
 // Keep `chapters` in step with workbook.json; `make test` checks that they agree.
 
@@ -41,7 +41,8 @@ let package = Package(
       swiftSettings: [.swiftLanguageMode(.v5)]
     ),
     // A coroutine-era futures and channels library (Chapters 5 to 7 migrate away from it),
-    // also legacy code: Swift 5 mode.
+    // also legacy code: Swift 5 mode. Its own tests build in every mode (chapter 0 builds
+    // only the support targets).
     .target(
       name: "CoroutineKit",
       path: "Support/CoroutineKit",
@@ -51,6 +52,11 @@ let package = Package(
     .target(
       name: "WorkbookTesting",
       path: "Support/WorkbookTesting"
+    ),
+    .testTarget(
+      name: "CoroutineKitTests",
+      dependencies: ["CoroutineKit", "WorkbookTesting"],
+      path: "Tests/CoroutineKitTests"
     ),
   ]
     + selected.flatMap { chapter in
