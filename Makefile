@@ -25,7 +25,7 @@ help: ## List the targets
 	@echo "  make check CHAPTER=1     grade chapter 1 (omit CHAPTER for every chapter; EXERCISE=1.3 for one)"
 	@echo "  make hint EXERCISE=1.3   show the next hint for exercise 1.3"
 	@echo "  make watch [CHAPTER=1]   re-grade whenever a file under Chapters/ changes"
-	@echo "  make test                lint, runner tests, docs, and verify (what CI runs)"
+	@echo "  make test                lint, runner and support tests, docs, verify (what CI runs)"
 	@echo "  make verify              check metadata; solutions pass; starters fail as expected"
 	@echo "  make fingerprint         record the starters' digests in workbook.json"
 	@echo "  make lint | format       swift format, checking or rewriting"
@@ -73,5 +73,5 @@ docs-preview: ## Serve the DocC site on 127.0.0.1
 	else echo "make docs-preview: scripts/docs.sh is not here yet (it comes with the docs)" >&2; exit 1; fi
 
 clean: ## Remove build folders; .workbook/ (your progress) stays
-	@rm -rf .build .build-learner .build-solutions Runner/.build docs/site
-	@echo "removed .build, .build-learner, .build-solutions, Runner/.build, docs/site"
+	@rm -rf .build .build-learner .build-solutions .build-support Runner/.build docs/site
+	@echo "removed .build, .build-learner, .build-solutions, .build-support, Runner/.build, docs/site"
