@@ -114,9 +114,7 @@ final class CoroutineRunner {
 
   static func start(on scheduler: CoroutineScheduler, _ body: @escaping () -> Void) {
     let runner = CoroutineRunner(scheduler: scheduler)
-    let thread = Thread { runner.run(body) }
-    thread.name = "CoroutineKit coroutine"
-    thread.start()
+    Thread { runner.run(body) }.start()
     scheduler.scheduleTask(runner.grantTurn)
   }
 
@@ -136,6 +134,9 @@ final class CoroutineRunner {
   }
 
   private func run(_ body: () -> Void) {
+    // Named from inside: on Linux a name set before `start()` is not applied. Crash
+    // reports show it (at most 15 characters).
+    Thread.current.name = "coroutine"
     Thread.current.threadDictionary[CoroutineRunner.threadKey] = self
     condition.lock()
     while state != .running { condition.wait() }
