@@ -8,6 +8,9 @@ public enum Termination: Sendable, Equatable {
   case signalled(Int32)
   /// Still running at the time limit; the runner killed its process group.
   case timedOut(seconds: Double)
+  /// Printed a crash, then did not end within the grace period (the runtime's crash
+  /// reporter can hang when two threads crash at once); the runner killed its group.
+  case stoppedAfterCrash
 }
 
 /// A finished child process and everything it printed.
@@ -40,6 +43,8 @@ public enum ChildProcess {
   /// - Parameters:
   ///   - environment: Variables to set (or, with `nil`, remove) on top of the runner's own.
   ///   - timeout: Seconds before the process group is killed; `nil` waits forever.
+  ///   - crashGrace: Once stderr shows a crash, seconds to let the process finish its
+  ///     report before its group is killed; `nil` waits for the time limit instead.
   ///   - poll: Called about five times a second with the stdout file while waiting.
   public static func run(
     _ executable: String,
@@ -47,6 +52,7 @@ public enum ChildProcess {
     environment: [String: String?] = [:],
     in directory: URL? = nil,
     timeout: Double? = nil,
+    crashGrace: Double? = nil,
     poll: ((URL) -> Void)? = nil
   ) throws(WorkbookError) -> ProcessOutcome {
     let scratch = FileManager.default.temporaryDirectory
@@ -85,18 +91,27 @@ public enum ChildProcess {
     running.withLock { _ = $0.insert(pid) }
 
     let start = DispatchTime.now()
+    func secondsSince(_ instant: DispatchTime) -> Double {
+      Double(DispatchTime.now().uptimeNanoseconds - instant.uptimeNanoseconds) / 1e9
+    }
     var timedOut = false
+    var stoppedAfterCrash = false
+    var crashWatch = crashGrace.map { _ in CrashWatch(url: stderrURL) }
+    var crashSeen: DispatchTime?
     while true {
       if finished.wait(timeout: .now() + 0.2) == .success { break }
       poll?(stdoutURL)
-      if let timeout,
-        Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9 >= timeout
-      {
+      if crashSeen == nil, crashWatch?.sawCrash() == true { crashSeen = .now() }
+      if let crashSeen, let crashGrace, secondsSince(crashSeen) >= crashGrace {
+        stoppedAfterCrash = true
+      } else if let timeout, secondsSince(start) >= timeout {
         timedOut = true
-        killGroup(pid)
-        finished.wait()
-        break
+      } else {
+        continue
       }
+      killGroup(pid)
+      finished.wait()
+      break
     }
     running.withLock { _ = $0.remove(pid) }
     if interrupted { throw .interrupted }
@@ -104,7 +119,9 @@ public enum ChildProcess {
     try? (process.standardError as? FileHandle)?.close()
 
     let termination: Termination
-    if timedOut {
+    if stoppedAfterCrash {
+      termination = .stoppedAfterCrash
+    } else if timedOut {
       termination = .timedOut(seconds: timeout ?? 0)
     } else if process.terminationReason == .uncaughtSignal {
       termination = .signalled(process.terminationStatus)
@@ -149,6 +166,29 @@ public enum ChildProcess {
   private static func killGroup(_ pid: Int32) {
     kill(-pid, SIGKILL)
     kill(pid, SIGKILL)
+  }
+
+  /// Reads a growing stderr file a little at a time, looking for the first sign of a crash.
+  struct CrashWatch {
+    static let markers = ["Fatal error", "*** Program crashed", "*** Signal "]
+    let url: URL
+    private var offset: UInt64 = 0
+    /// The end of what was read last, so a marker split across two reads is still found.
+    private var tail = ""
+
+    init(url: URL) { self.url = url }
+
+    mutating func sawCrash() -> Bool {
+      guard let handle = try? FileHandle(forReadingFrom: url) else { return false }
+      defer { try? handle.close() }
+      guard (try? handle.seek(toOffset: offset)) != nil,
+        let data = try? handle.readToEnd(), !data.isEmpty
+      else { return false }
+      offset += UInt64(data.count)
+      let text = tail + String(decoding: data, as: UTF8.self)
+      tail = String(text.suffix(32))
+      return Self.markers.contains { text.contains($0) }
+    }
   }
 
   static func readText(_ url: URL) -> String {

@@ -57,7 +57,9 @@ public enum Classifier {
     let events = run.events
     let crash = CrashReport.parse(run.outcome.stderr)
 
-    if case .timedOut(let seconds) = run.outcome.termination {
+    // A crash explains a time-out too: the crash reporter can hang after two tests crash
+    // at once, and the process then runs into the limit.
+    if case .timedOut(let seconds) = run.outcome.termination, !crash.showsCrash {
       var details = [
         "the tests were still running after \(formatSeconds(seconds)), so the runner stopped them"
       ]
@@ -69,8 +71,9 @@ public enum Classifier {
       return Grade(.neverResumed, details)
     }
 
-    if case .signalled = run.outcome.termination {
-      return crashed(run, crash, context)
+    switch run.outcome.termination {
+    case .signalled, .stoppedAfterCrash: return crashed(run, crash, context)
+    case .exited, .timedOut: break
     }
     if crash.showsCrash {
       return crashed(run, crash, context)

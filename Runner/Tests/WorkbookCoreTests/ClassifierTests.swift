@@ -111,16 +111,27 @@ import Testing
     #expect(grade.verdict == .neverResumed)
   }
 
-  @Test func gradesATimeoutAsNeverResumedAheadOfEverythingElse() throws {
-    var run = try Fixtures.run("hang", termination: .timedOut(seconds: 30))
-    run.outcome.stderr += "\nFatal error: would otherwise look like a crash"
-    let grade = Classifier.grade(run, sampleContext())
+  @Test func gradesATimeoutAsNeverResumed() throws {
+    let grade = Classifier.grade(
+      try Fixtures.run("hang", termination: .timedOut(seconds: 30)), sampleContext())
     #expect(grade.verdict == .neverResumed)
     #expect(
       grade.details.prefix(2) == [
         "the tests were still running after 30 s, so the runner stopped them",
         "still running: test returnsOnceTheCallbackSignals()",
       ])
+  }
+
+  /// Two tests crashing at once can hang the runtime's crash reporter, so the process runs
+  /// into the limit although the crash is what stopped the tests.
+  @Test(arguments: [Termination.timedOut(seconds: 30), .stoppedAfterCrash])
+  func gradesACrashThatThenHungAsCrashed(termination: Termination) throws {
+    var run = try Fixtures.run("double-resume", termination: termination)
+    run.events = EventStreamParser.parse(try Fixtures.sample("hang.events.jsonl"))
+    let grade = Classifier.grade(run, sampleContext())
+    #expect(grade.verdict == .crashed)
+    #expect(
+      grade.details.first?.contains("tried to resume its continuation more than once") == true)
   }
 
   @Test func gradesAFailedExpectationWithItsLocation() throws {
