@@ -61,9 +61,9 @@ final class PhotoCaptureProcessor: PhotoCaptureDelegate, Sendable {
 
   /// One case per way a capture can end, each with its own error. The error is checked
   /// first: a file that comes with an error is not to be trusted.
-  private static func outcome(of photo: CapturedPhoto, error: (any Error)?) -> Result<
-    Image, any Error
-  > {
+  private static func outcome(
+    of photo: CapturedPhoto, error: (any Error)?
+  ) -> Result<Image, any Error> {
     if let error {
       return .failure(error)
     }

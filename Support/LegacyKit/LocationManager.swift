@@ -105,7 +105,7 @@ public final class LocationManager: @unchecked Sendable {
   private var authorizationRequests = 0
   private var starts = 0
   private var stops = 0
-  private var updateReports = 0
+  private var reportsUnderway = 0
 
   /// - Parameters:
   ///   - authorization: The status before anyone asks.
@@ -175,12 +175,13 @@ public final class LocationManager: @unchecked Sendable {
     return stops
   }
 
-  /// How many location and failure reports are over (the delegate returned, or there was
-  /// none to call).
-  public var updateReportCount: Int {
+  /// How many reports are scheduled or being made: 0 once the manager has nothing more to
+  /// say. (A report made from inside another report's delegate call is counted before that
+  /// one ends, so the count does not touch 0 in between.)
+  public var pendingReportCount: Int {
     lock.lock()
     defer { lock.unlock() }
-    return updateReports
+    return reportsUnderway
   }
 
   /// Asks the user for permission, if nobody has asked yet; the delegate hears the answer
@@ -212,12 +213,12 @@ public final class LocationManager: @unchecked Sendable {
     lock.unlock()
 
     guard allowed else {
-      report(countingAsUpdate: true) { $0.locationManager(self, didFailWithError: LocationError.denied) }
+      report { $0.locationManager(self, didFailWithError: LocationError.denied) }
       return
     }
     guard !alreadyOn else { return }
     for update in updates {
-      report(countingAsUpdate: true) { delegate in
+      report { delegate in
         switch update {
         case .location(let location):
           delegate.locationManager(self, didUpdateLocations: [location])
@@ -238,22 +239,21 @@ public final class LocationManager: @unchecked Sendable {
 
   /// Makes one report as the script says: to whichever delegate is set at that moment,
   /// `times` times, in order with every other report.
-  private func report(
-    countingAsUpdate: Bool = false, _ call: @escaping (LocationManagerDelegate) -> Void
-  ) {
+  private func report(_ call: @escaping (LocationManagerDelegate) -> Void) {
     let times = script.times
     guard times > 0 else { return }
+    lock.lock()
+    reportsUnderway += 1
+    lock.unlock()
     let work = {
       for _ in 0..<times {
         // Read the delegate now, not when the report was scheduled: a delegate that has
         // been deallocated in the meantime is simply not told.
         if let delegate = self.delegate { call(delegate) }
-        if countingAsUpdate {
-          self.lock.lock()
-          self.updateReports += 1
-          self.lock.unlock()
-        }
       }
+      self.lock.lock()
+      self.reportsUnderway -= 1
+      self.lock.unlock()
     }
     // Legacy code hands non-Sendable closures to other threads; that is the point here.
     let box = UncheckedSendable(work)
