@@ -8,7 +8,8 @@ import Synchronization
 //         picker.delegate = self
 //         picker.present()
 //       }
-//       func imagePickerController(_ picker: ImagePickerController, didFinishPicking image: Image) {
+//       func imagePickerController(_ picker: ImagePickerController, didFinishPicking image: Image)
+//       {
 //         avatar = image
 //       }
 //       func imagePickerControllerDidCancel(_ picker: ImagePickerController) {}

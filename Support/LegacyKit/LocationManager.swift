@@ -37,10 +37,11 @@ public enum AuthorizationStatus: Sendable, CustomStringConvertible {
   }
 }
 
-/// The errors a ``LocationManager`` reports to ``LocationManagerDelegate/locationManager(_:didFailWithError:)``.
+/// The errors a ``LocationManager`` reports to its delegate's
+/// ``LocationManagerDelegate/locationManager(_:didFailWithError:)``.
 public enum LocationError: Error, Equatable, Sendable {
-  /// Updates were started without the user's permission.
-  case denied
+  /// Updates were started without the user's permission (CoreLocation's `kCLErrorDenied`).
+  case notAuthorized
   /// No fix could be obtained (no satellites, no network).
   case locationUnavailable
 }
@@ -86,7 +87,7 @@ extension LocationManagerDelegate {
 /// - ``startUpdatingLocation()`` delivers the scripted updates, one delegate call each,
 ///   back to back: updates already on their way still arrive after
 ///   ``stopUpdatingLocation()``. Starting without permission reports
-///   ``LocationError/denied`` instead.
+///   ``LocationError/notAuthorized`` instead.
 ///
 /// The manager holds its ``delegate`` **weakly** and calls whichever delegate is set when a
 /// report is due. Reports arrive one at a time, in order, on the manager's own serial queue
@@ -202,8 +203,8 @@ public final class LocationManager: @unchecked Sendable {
     }
   }
 
-  /// Starts delivering locations, if the user allows it; reports ``LocationError/denied``
-  /// otherwise. Starting again while updates are on does nothing.
+  /// Starts delivering locations, if the user allows it; otherwise reports
+  /// ``LocationError/notAuthorized``. Starting again while updates are on does nothing.
   public func startUpdatingLocation() {
     lock.lock()
     starts += 1
@@ -213,7 +214,7 @@ public final class LocationManager: @unchecked Sendable {
     lock.unlock()
 
     guard allowed else {
-      report { $0.locationManager(self, didFailWithError: LocationError.denied) }
+      report { $0.locationManager(self, didFailWithError: LocationError.notAuthorized) }
       return
     }
     guard !alreadyOn else { return }

@@ -4,7 +4,7 @@
 /// For what a simulated framework records from its own threads: a delegate call that is
 /// still on its way, a sheet that is about to be presented, a delegate being released.
 func eventually(
-  within limit: Duration = .seconds(1), _ condition: () -> Bool
+  within limit: Duration = .seconds(2), _ condition: () -> Bool
 ) async -> Bool {
   let clock = ContinuousClock()
   let deadline = clock.now.advanced(by: limit)
