@@ -1,0 +1,126 @@
+import LegacyKit
+import Testing
+import WorkbookTesting
+
+@testable import Delegates
+
+private let scripts: [CallbackScript] = [.synchronously, .default, .later(.milliseconds(200))]
+/// Pickers that tell their delegate the same answer twice.
+private let twiceScripts: [CallbackScript] = [
+  CallbackScript(timing: .synchronously, times: 2),
+  .twice,
+  CallbackScript(timing: .after(.milliseconds(100)), times: 2),
+]
+
+private let beach = Image(name: "beach", width: 4032, height: 3024)
+private let dog = Image(name: "dog", width: 1200, height: 1600)
+
+private let pickHint =
+  "imagePickerController(_:didFinishPicking:) must resume the stored continuation with the "
+  + "image"
+private let cancelHint =
+  "imagePickerControllerDidCancel(_:) must resume the stored continuation with nil"
+private let againHint =
+  "the continuation of the first pick is still stored, so this pick's continuation was "
+  + "refused or never resumed; take the stored continuation out (leaving nil) when you "
+  + "resume it"
+private let replacedHint =
+  "presenting again replaced the sheet this caller was waiting on, and a replaced sheet "
+  + "never reports; resume the continuation you find stored (with nil) before you store "
+  + "the new one"
+
+@Suite("2.1 Image picker")
+struct ImagePickerTests {
+  @Test("Returns the image the user picks", arguments: scripts)
+  func returnsThePickedImage(script: CallbackScript) async throws {
+    let controller = ImagePickerController(answers: [.choose(beach)], script: script)
+    let picker = ImagePicker(controller: controller)
+
+    let image = try await withDeadline(.seconds(2), "pickImage()", hint: pickHint) {
+      await picker.pickImage()
+    }
+
+    #expect(image == beach)
+    #expect(controller.presentationCount == 1, "pickImage() must present the picker once")
+  }
+
+  @Test("Returns nil when the user cancels", arguments: scripts)
+  func returnsNilWhenCancelled(script: CallbackScript) async throws {
+    let controller = ImagePickerController(answers: [.cancel], script: script)
+    let picker = ImagePicker(controller: controller)
+
+    let image = try await withDeadline(.seconds(2), "pickImage()", hint: cancelHint) {
+      await picker.pickImage()
+    }
+
+    #expect(image == nil, "a cancelled pick returns nil, not a placeholder image")
+    #expect(controller.presentationCount == 1, "pickImage() must present the picker once")
+  }
+
+  @Test("Presenting again after the user walked away answers both callers", arguments: scripts)
+  func presentingAgainAnswersBothCallers(script: CallbackScript) async throws {
+    let controller = ImagePickerController(answers: [.walkAway, .choose(dog)], script: script)
+    let picker = ImagePicker(controller: controller)
+
+    // The first sheet stays on screen and never reports: its caller waits...
+    let abandoned = Task { await picker.pickImage() }
+    try #require(
+      await eventually { controller.presentationCount == 1 },
+      "pickImage() did not present the picker")
+    // ...until the app presents the picker again, which replaces that sheet.
+    let second = try await withDeadline(.seconds(2), "a second pickImage()", hint: againHint) {
+      await picker.pickImage()
+    }
+    let first = try await withDeadline(
+      .seconds(2), "the first pickImage(), whose sheet was replaced", hint: replacedHint
+    ) {
+      await abandoned.value
+    }
+
+    #expect(second == dog, "the second sheet's answer goes to the second caller")
+    #expect(first == nil, "the caller whose sheet was replaced gets nil, as if cancelled")
+  }
+
+  /// The tests in which a later report can reach an earlier continuation. A wrong answer
+  /// crashes them, so they run one at a time and a crash names a single test.
+  @Suite("One pick after another", .serialized)
+  struct OneAfterAnother {
+    @Test("The same picker serves one pick after another: pick, cancel, pick", arguments: scripts)
+    func servesOnePickAfterAnother(script: CallbackScript) async throws {
+      let controller = ImagePickerController(
+        answers: [.choose(beach), .cancel, .choose(dog)], script: script)
+      let picker = ImagePicker(controller: controller)
+
+      let first = try await withDeadline(.seconds(2), "pickImage()", hint: pickHint) {
+        await picker.pickImage()
+      }
+      let second = try await withDeadline(.seconds(2), "a second pickImage()", hint: againHint) {
+        await picker.pickImage()
+      }
+      let third = try await withDeadline(.seconds(2), "a third pickImage()", hint: againHint) {
+        await picker.pickImage()
+      }
+
+      #expect(first == beach)
+      #expect(second == nil, "the user cancelled the second pick")
+      #expect(third == dog)
+      #expect(controller.presentationCount == 3, "each pick presents the picker once")
+    }
+
+    @Test("Answers once when the picker reports the same pick twice", arguments: twiceScripts)
+    func answersOnceWhenReportedTwice(script: CallbackScript) async throws {
+      let controller = ImagePickerController(answers: [.choose(beach)], script: script)
+      let picker = ImagePicker(controller: controller)
+
+      let image = try await withDeadline(.seconds(2), "pickImage()", hint: pickHint) {
+        await picker.pickImage()
+      }
+      // The second report may still be on its way; wait for it, so that resuming the same
+      // continuation again happens while this test is running.
+      let bothReported = await eventually { controller.reportCount == 2 }
+
+      #expect(image == beach)
+      #expect(bothReported, "the picker's second report did not finish")
+    }
+  }
+}

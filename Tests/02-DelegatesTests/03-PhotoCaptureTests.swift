@@ -1,0 +1,151 @@
+import LegacyKit
+import Testing
+import WorkbookTesting
+
+@testable import Delegates
+
+private let scripts: [CallbackScript] = [.synchronously, .default, .later(.milliseconds(200))]
+/// Cameras that tell their delegate about the same capture twice.
+private let twiceScripts: [CallbackScript] = [
+  CallbackScript(timing: .synchronously, times: 2),
+  .twice,
+  CallbackScript(timing: .after(.milliseconds(100)), times: 2),
+]
+
+private let sunset = Image(name: "sunset", width: 4032, height: 3024)
+private let harbour = Image(name: "harbour", width: 3024, height: 4032)
+
+private let photoHint =
+  "photoOutput(_:didFinishProcessingPhoto:error:) must resume the stored continuation with "
+  + "the decoded image"
+private let errorHint =
+  "when the camera reports an error, the stored continuation must be resumed by throwing it"
+private let noDataHint =
+  "when the photo has no file data (fileDataRepresentation() is nil) and there is no error, "
+  + "the stored continuation must throw PhotoCaptureError.noData"
+private let undecodableHint =
+  "when Image(fileData:) cannot read the file, the stored continuation must throw "
+  + "PhotoCaptureError.undecodableData"
+private let againHint =
+  "a capture after the first never returns: store a new continuation for each capture, and "
+  + "take the stored one out (leaving nil) when you resume it"
+
+@Suite("2.3 Photo capture")
+struct PhotoCaptureTests {
+  @Test("Returns the captured photo", arguments: scripts)
+  func returnsThePhoto(script: CallbackScript) async throws {
+    let output = PhotoOutput(outcomes: [.photo(sunset)], script: script)
+    let processor = PhotoCaptureProcessor()
+
+    let image = try await withDeadline(.seconds(2), "capturePhoto(with:)", hint: photoHint) {
+      try await processor.capturePhoto(with: output)
+    }
+
+    #expect(image == sunset)
+    #expect(output.captureCount == 1, "capturePhoto(with:) must capture exactly once")
+  }
+
+  @Test("Throws the camera's error when the capture fails", arguments: scripts)
+  func throwsTheCameraError(script: CallbackScript) async throws {
+    let output = PhotoOutput(outcomes: [.failure(.deviceBusy)], script: script)
+    let processor = PhotoCaptureProcessor()
+
+    await #expect(throws: CameraError.deviceBusy) {
+      try await withDeadline(.seconds(2), "capturePhoto(with:)", hint: errorHint) {
+        try await processor.capturePhoto(with: output)
+      }
+    }
+  }
+
+  @Test("Throws noData when the capture ends with neither a file nor an error", arguments: scripts)
+  func throwsNoData(script: CallbackScript) async throws {
+    let output = PhotoOutput(outcomes: [.noData], script: script)
+    let processor = PhotoCaptureProcessor()
+
+    await #expect(throws: PhotoCaptureError.noData) {
+      try await withDeadline(.seconds(2), "capturePhoto(with:)", hint: noDataHint) {
+        try await processor.capturePhoto(with: output)
+      }
+    }
+  }
+
+  @Test("Throws undecodableData when the file is not an image", arguments: scripts)
+  func throwsUndecodableData(script: CallbackScript) async throws {
+    let output = PhotoOutput(outcomes: [.corruptData], script: script)
+    let processor = PhotoCaptureProcessor()
+
+    await #expect(throws: PhotoCaptureError.undecodableData) {
+      try await withDeadline(.seconds(2), "capturePhoto(with:)", hint: undecodableHint) {
+        try await processor.capturePhoto(with: output)
+      }
+    }
+  }
+
+  @Test("Throws the camera's error even when a file came with it", arguments: scripts)
+  func errorWinsOverAFile(script: CallbackScript) async throws {
+    let output = PhotoOutput(outcomes: [.photoAndError(sunset, .sensorFault)], script: script)
+    let processor = PhotoCaptureProcessor()
+
+    await #expect(
+      throws: CameraError.sensorFault,
+      "a file that comes with an error is not to be trusted: check the error first"
+    ) {
+      try await withDeadline(.seconds(2), "capturePhoto(with:)", hint: errorHint) {
+        try await processor.capturePhoto(with: output)
+      }
+    }
+  }
+
+  /// The tests in which a later report can reach an earlier continuation. A wrong answer
+  /// crashes them, so they run one at a time and a crash names a single test.
+  @Suite("One capture after another", .serialized)
+  struct OneAfterAnother {
+    @Test(
+      "The same processor captures again after each kind of failure",
+      arguments: [CallbackScript.synchronously, .default])
+    func capturesAgain(script: CallbackScript) async throws {
+      let output = PhotoOutput(
+        outcomes: [.noData, .photo(sunset), .corruptData, .failure(.sensorFault), .photo(harbour)],
+        script: script)
+      let processor = PhotoCaptureProcessor()
+
+      var outcomes: [Result<Image, any Error>] = []
+      for number in 1...5 {
+        let outcome = try await withDeadline(
+          .seconds(2), "capturePhoto(with:) number \(number)", hint: againHint
+        ) {
+          do {
+            return Result<Image, any Error>.success(try await processor.capturePhoto(with: output))
+          } catch {
+            return .failure(error)
+          }
+        }
+        outcomes.append(outcome)
+      }
+
+      #expect(throws: PhotoCaptureError.noData) { try outcomes[0].get() }
+      #expect(try outcomes[1].get() == sunset)
+      #expect(throws: PhotoCaptureError.undecodableData) { try outcomes[2].get() }
+      #expect(throws: CameraError.sensorFault) { try outcomes[3].get() }
+      #expect(try outcomes[4].get() == harbour)
+      #expect(output.captureCount == 5, "each call captures exactly once")
+    }
+
+    @Test("Answers once when the camera reports the same capture twice", arguments: twiceScripts)
+    func answersOnceWhenReportedTwice(script: CallbackScript) async throws {
+      let output = PhotoOutput(outcomes: [.photo(sunset)], script: script)
+      let processor = PhotoCaptureProcessor()
+
+      let image = try await withDeadline(.seconds(2), "capturePhoto(with:)", hint: photoHint) {
+        try await processor.capturePhoto(with: output)
+      }
+      // Keep the processor alive and wait for the second report, so that resuming the same
+      // continuation again happens while this test is running.
+      let bothReported = await eventually { output.reportCount == 2 }
+
+      #expect(image == sunset)
+      #expect(bothReported, "the camera's second report did not finish")
+      withExtendedLifetime(processor) {}
+    }
+  }
+}

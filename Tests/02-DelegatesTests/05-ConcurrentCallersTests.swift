@@ -1,0 +1,140 @@
+import LegacyKit
+import Testing
+import WorkbookTesting
+
+@testable import Delegates
+
+private let scripts: [CallbackScript] = [.synchronously, .default, .later(.milliseconds(100))]
+/// Late enough that every caller of a test has asked before the scan ends.
+private let late = CallbackScript.later(.milliseconds(300))
+
+private let ean = "4006381333931"
+private let isbn = "9780201633610"
+
+private let scanHint =
+  "the scanner's answer must resume the waiting caller: barcodeScanner(_:didScan:) with the "
+  + "code, barcodeScanner(_:didFailWithError:) with the error"
+private let againHint =
+  "a scan() after the first never returns: empty the list of waiting callers when you "
+  + "resume them, and start the scanner for the first caller of each new scan"
+private let sharedHint =
+  "a caller who asked while a scan was running was never resumed; a second continuation "
+  + "must not replace the first, or be dropped: keep every waiting caller and resume each "
+  + "of them when the scan ends"
+
+/// Starts `count` calls to `scan()` at once and waits for every one of them, each within a
+/// deadline, before anything is checked: a caller that never returns is reported as such,
+/// whatever happened to the others.
+private func scanAtOnce(
+  _ scanner: SharedBarcodeScanner, callers count: Int
+) async throws -> [Result<String, any Error>] {
+  let calls = (0..<count).map { _ in Task { try await scanner.scan() } }
+  var results: [Result<String, any Error>] = []
+  for (index, call) in calls.enumerated() {
+    let result = try await withDeadline(
+      .seconds(2), "scan() of caller \(index + 1) of \(count)", hint: sharedHint
+    ) {
+      await call.result
+    }
+    results.append(result)
+  }
+  return results
+}
+
+/// The codes the callers got, in order; an error counts as no code.
+private func codes(_ results: [Result<String, any Error>]) -> [String?] {
+  results.map { try? $0.get() }
+}
+
+@Suite("2.5 Concurrent callers")
+struct ConcurrentCallersTests {
+  @Test("Two callers at once share one scan and both get its code")
+  func twoCallersShareOneScan() async throws {
+    let scanner = BarcodeScanner(scans: [.code(ean), .code(isbn)], script: late)
+    let shared = SharedBarcodeScanner(scanner: scanner)
+
+    let results = try await scanAtOnce(shared, callers: 2)
+
+    #expect(
+      scanner.startCount == 1,
+      "start the scanner once for callers who ask during a scan: a second start gets busy")
+    #expect(throws: Never.self) { try results.map { try $0.get() } }
+    #expect(codes(results) == [ean, ean])
+  }
+
+  @Test("Many callers at once share one scan", arguments: [3, 10, 50])
+  func manyCallersShareOneScan(callers: Int) async throws {
+    let scanner = BarcodeScanner(scans: [.code(ean), .code(isbn)], script: late)
+    let shared = SharedBarcodeScanner(scanner: scanner)
+
+    let results = try await scanAtOnce(shared, callers: callers)
+
+    #expect(scanner.startCount == 1, "start the scanner once, for the first caller")
+    #expect(throws: Never.self) { try results.map { try $0.get() } }
+    #expect(codes(results) == Array(repeating: ean, count: callers))
+  }
+
+  @Test("A failed scan throws its error to every caller who was waiting for it")
+  func aFailureReachesEveryCaller() async throws {
+    let scanner = BarcodeScanner(scans: [.failure(.cameraUnavailable)], script: late)
+    let shared = SharedBarcodeScanner(scanner: scanner)
+
+    let results = try await scanAtOnce(shared, callers: 5)
+
+    #expect(scanner.startCount == 1, "start the scanner once, for the first caller")
+    for result in results {
+      #expect(throws: ScannerError.cameraUnavailable) { try result.get() }
+    }
+  }
+
+  /// The tests in which a later scan, or a repeated report, can reach callers who have been
+  /// answered already. A wrong answer crashes them, so they run one at a time and a crash
+  /// names a single test.
+  @Suite("One scan after another", .serialized)
+  struct OneAfterAnother {
+    @Test("One caller after another each get a fresh scan", arguments: scripts)
+    func oneCallerAfterAnother(script: CallbackScript) async throws {
+      let scanner = BarcodeScanner(scans: [.code(ean), .code(isbn)], script: script)
+      let shared = SharedBarcodeScanner(scanner: scanner)
+
+      let first = try await withDeadline(.seconds(2), "scan()", hint: scanHint) {
+        try await shared.scan()
+      }
+      let second = try await withDeadline(.seconds(2), "a second scan()", hint: againHint) {
+        try await shared.scan()
+      }
+
+      #expect(first == ean)
+      #expect(second == isbn, "a caller who comes after a scan has ended gets a new scan")
+      #expect(scanner.startCount == 2, "each scan starts the scanner once")
+    }
+
+    @Test("Callers who come after a shared scan has ended share a new one")
+    func laterCallersShareANewScan() async throws {
+      let scanner = BarcodeScanner(scans: [.code(ean), .code(isbn)], script: late)
+      let shared = SharedBarcodeScanner(scanner: scanner)
+
+      let firstWave = try await scanAtOnce(shared, callers: 3)
+      let secondWave = try await scanAtOnce(shared, callers: 3)
+
+      #expect(scanner.startCount == 2, "each wave of callers starts one scan")
+      #expect(codes(firstWave) == [ean, ean, ean])
+      #expect(codes(secondWave) == [isbn, isbn, isbn])
+    }
+
+    @Test("Every caller is answered once when the scanner reports the same scan twice")
+    func answersOnceWhenReportedTwice() async throws {
+      let scanner = BarcodeScanner(
+        scans: [.code(ean)], script: CallbackScript(timing: .after(.milliseconds(300)), times: 2))
+      let shared = SharedBarcodeScanner(scanner: scanner)
+
+      let results = try await scanAtOnce(shared, callers: 3)
+      // Wait for the second report too, so that resuming a caller again happens while this
+      // test is running.
+      let bothReported = await eventually { scanner.reportCount == 2 }
+
+      #expect(codes(results) == [ean, ean, ean])
+      #expect(bothReported, "the scanner's second report did not finish")
+    }
+  }
+}
