@@ -1,0 +1,93 @@
+import Foundation
+
+/// A device battery in the UIKit style: when its charge changes, it posts
+/// ``levelDidChangeNotification`` to its ``notificationCenter``, with itself as the object
+/// and nothing in `userInfo`. Observers read the new ``level`` from the battery.
+///
+/// ``simulateChanges(to:)`` plays a sequence of changes: for each, the battery sets ``level``
+/// and then posts, all on one thread and in order. The script decides where that happens
+/// (inside the call for a synchronous script, otherwise on the battery's own serial queue)
+/// and how many times each notification is posted (0: the level changes without a word).
+///
+/// Every read of ``level`` is counted in ``levelReadCount``. An observer block reads it, so
+/// the count shows whether a posted change still reached an observer. Thread-safe.
+public final class Battery: @unchecked Sendable {
+  /// Posted after ``level`` changed. The object is the battery; there is no `userInfo`.
+  public static let levelDidChangeNotification = Notification.Name(
+    "LegacyKit.Battery.levelDidChange")
+
+  /// Where the battery posts its notifications.
+  public let notificationCenter: NotificationCenter
+
+  private let lock = NSLock()
+  private let queue = DispatchQueue(label: "LegacyKit.Battery")
+  private let script: CallbackScript
+  private var charge: Int
+  private var reads = 0
+  private var posts = 0
+
+  /// - Parameters:
+  ///   - level: The charge to begin with, in percent.
+  ///   - notificationCenter: Where to post. Tests pass a fresh `NotificationCenter()`, so
+  ///     that nothing else observes it.
+  ///   - script: Where changes happen, and how many times each is posted.
+  public init(
+    level: Int = 100, notificationCenter: NotificationCenter = .default,
+    script: CallbackScript = .default
+  ) {
+    self.charge = level
+    self.notificationCenter = notificationCenter
+    self.script = script
+  }
+
+  /// The charge, in percent. Each read is counted in ``levelReadCount``.
+  public var level: Int {
+    lock.lock()
+    defer { lock.unlock() }
+    reads += 1
+    return charge
+  }
+
+  /// How many times ``level`` has been read.
+  public var levelReadCount: Int {
+    lock.lock()
+    defer { lock.unlock() }
+    return reads
+  }
+
+  /// How many times ``levelDidChangeNotification`` has been posted.
+  public var postCount: Int {
+    lock.lock()
+    defer { lock.unlock() }
+    return posts
+  }
+
+  /// Changes the charge to each of `levels` in turn, posting after each change as the
+  /// script says.
+  public func simulateChanges(to levels: [Int]) {
+    let times = script.times
+    let work = {
+      for level in levels {
+        self.lock.lock()
+        self.charge = level
+        self.lock.unlock()
+        for _ in 0..<times {
+          self.lock.lock()
+          self.posts += 1
+          self.lock.unlock()
+          self.notificationCenter.post(name: Battery.levelDidChangeNotification, object: self)
+        }
+      }
+    }
+    // Legacy code hands non-Sendable closures to other threads; that is the point here.
+    let box = UncheckedSendable(work)
+    switch script.timing {
+    case .synchronously:
+      work()
+    case .onBackgroundQueue:
+      queue.async { box.value() }
+    case .after(let delay):
+      queue.asyncAfter(deadline: .now() + delay.timeInterval) { box.value() }
+    }
+  }
+}
