@@ -1,0 +1,198 @@
+import LegacyKit
+import Testing
+import WorkbookTesting
+
+@testable import Streams
+
+private let scripts: [CallbackScript] = [.synchronously, .default, .later(.milliseconds(100))]
+
+private let home = Location(latitude: 48.8566, longitude: 2.3522)
+private let bakery = Location(latitude: 48.8570, longitude: 2.3530)
+private let park = Location(latitude: 48.8575, longitude: 2.3541)
+private let office = Location(latitude: 48.8581, longitude: 2.3555)
+private let station = Location(latitude: 48.8590, longitude: 2.3570)
+
+/// A walk: one location, then a batch of two (the receiver was busy), then one at a time.
+private let walk: [GPSReading] = [
+  .locations([home]), .locations([bakery, park]), .locations([office]), .locations([station]),
+]
+
+private let updatesHint =
+  "gpsReceiver(_:didUpdateLocations:) must yield every location of the batch; is your "
+  + "delegate still alive? The receiver holds it weakly, so something that lives as long as "
+  + "the stream (its onTermination closure) must hold it"
+private let failureHint =
+  "gpsReceiver(_:didFailWithError:) must end the stream with continuation.finish(throwing: "
+  + "error); it is an optional delegate method, so the compiler never asked for it"
+
+/// Iterates a new stream from `receiver` until it has `count` locations, then breaks out of
+/// the loop. The stream is released with the loop, as in an app.
+private func first(
+  _ count: Int, from receiver: GPSReceiver, hint: String = updatesHint,
+  sourceLocation: SourceLocation = #_sourceLocation
+) async throws -> [Location] {
+  try await withDeadline(
+    .seconds(2), "locationUpdates(from:)", hint: hint, sourceLocation: sourceLocation
+  ) {
+    var seen: [Location] = []
+    for try await location in locationUpdates(from: receiver) {
+      seen.append(location)
+      if seen.count == count { break }
+    }
+    return seen
+  }
+}
+
+/// Iterates a new stream from `receiver` to its end, and returns what it yielded and the
+/// error it ended with, if any.
+private func everything(
+  from receiver: GPSReceiver, sourceLocation: SourceLocation = #_sourceLocation
+) async throws -> (locations: [Location], error: (any Error)?) {
+  try await withDeadline(
+    .seconds(2), "the loop over locationUpdates(from:)", hint: failureHint,
+    sourceLocation: sourceLocation
+  ) {
+    var seen: [Location] = []
+    do {
+      for try await location in locationUpdates(from: receiver) {
+        seen.append(location)
+      }
+      return (seen, nil)
+    } catch {
+      return (seen, error)
+    }
+  }
+}
+
+@Suite("4.1 Location updates")
+struct LocationUpdatesTests {
+  @Test("Yields every location the receiver reports, in order, one at a time", arguments: scripts)
+  func yieldsEveryLocation(script: CallbackScript) async throws {
+    let receiver = GPSReceiver(readings: walk, script: script)
+
+    let locations = try await first(5, from: receiver)
+
+    #expect(
+      locations == [home, bakery, park, office, station],
+      "each location of a batch is a value of its own, oldest first")
+    #expect(receiver.startCount == 1, "the stream must start the receiver once")
+  }
+
+  @Test("Stops the receiver when the loop breaks, and lets its delegate go")
+  func stopsWhenTheLoopBreaks() async throws {
+    // Readings for a whole second: the receiver would still be talking after the break.
+    let receiver = GPSReceiver(
+      readings: Array(repeating: .locations([home]), count: 50), script: .default)
+
+    let locations = try await first(2, from: receiver)
+    let stopped = await eventually { !receiver.isUpdatingLocation }
+    let released = await eventually { receiver.delegate == nil }
+
+    #expect(locations == [home, home])
+    #expect(
+      stopped,
+      "the receiver is still on after the loop ended: stop it in the continuation's onTermination")
+    #expect(released, "the stream's delegate outlived the stream: let it go when the stream ends")
+    if stopped {
+      let reports = receiver.reportCount
+      try await Task.sleep(for: .milliseconds(100))
+      #expect(receiver.reportCount == reports, "the receiver must report nothing once stopped")
+    }
+  }
+
+  @Test(
+    "Stops the receiver when the task iterating is cancelled, before or after the first fix",
+    arguments: [CallbackScript.never, .default])
+  func stopsWhenTheTaskIsCancelled(script: CallbackScript) async throws {
+    // With `.never`, the receiver never gets a fix: the task waits for the first location.
+    let receiver = GPSReceiver(readings: [.locations([home])], script: script)
+    let received = Recorder(0)
+    let task = Task {
+      for try await _ in locationUpdates(from: receiver) {
+        received.update { $0 += 1 }
+      }
+    }
+    defer { task.cancel() }
+
+    let started = await eventually { receiver.isUpdatingLocation }
+    try #require(started, "locationUpdates(from:) must start the receiver")
+    if script.times > 0 {
+      let arrived = await eventually { received.value == 1 }
+      try #require(arrived, Comment(rawValue: updatesHint))
+    }
+    task.cancel()
+    try await withDeadline(.seconds(2), "the cancelled loop over locationUpdates(from:)") {
+      try await task.value
+    }
+    let stopped = await eventually { !receiver.isUpdatingLocation }
+
+    #expect(
+      stopped,
+      because(
+        "the receiver is still on after the task was cancelled: stop it in the continuation's "
+          + "onTermination"))
+  }
+
+  @Test("Stops the receiver when the stream is dropped without being iterated")
+  func stopsWhenTheStreamIsDropped() async throws {
+    let receiver = GPSReceiver(readings: walk, script: .default)
+
+    _ = locationUpdates(from: receiver)
+    let stopped = await eventually { !receiver.isUpdatingLocation }
+
+    #expect(receiver.startCount == 1, "locationUpdates(from:) must start the receiver")
+    #expect(
+      stopped,
+      because(
+        "nobody holds the stream, so it has ended: stop the receiver in the continuation's "
+          + "onTermination"))
+  }
+
+  @Test(
+    "Ends the stream with the receiver's error, after the locations before it", arguments: scripts)
+  func endsWithTheError(script: CallbackScript) async throws {
+    let receiver = GPSReceiver(
+      readings: [.locations([home]), .failure(.signalLost), .locations([park])], script: script)
+
+    let outcome = try await everything(from: receiver)
+    let stopped = await eventually { !receiver.isUpdatingLocation }
+
+    #expect(outcome.locations == [home], "the locations before the failure, and none after it")
+    #expect(
+      outcome.error as? GPSError == .signalLost,
+      "the stream must end by throwing the receiver's error: finish(throwing: error)")
+    #expect(
+      stopped,
+      "a failure does not stop the receiver by itself: the stream's end (onTermination) must")
+  }
+
+  @Test("Ends at once when the very first reading is a failure", arguments: scripts)
+  func endsAtOnceWhenTheFirstReadingFails(script: CallbackScript) async throws {
+    let receiver = GPSReceiver(
+      readings: [.failure(.antennaFault), .locations([home])], script: script)
+
+    let outcome = try await everything(from: receiver)
+    let stopped = await eventually { !receiver.isUpdatingLocation }
+
+    #expect(outcome.locations.isEmpty)
+    #expect(
+      outcome.error as? GPSError == .antennaFault,
+      "the stream must end by throwing the receiver's error: finish(throwing: error)")
+    #expect(stopped, "the receiver must be stopped once the stream has ended")
+  }
+
+  @Test("Streams from the same receiver again after a stream has ended")
+  func streamsAgain() async throws {
+    let receiver = GPSReceiver(readings: walk, script: .default)
+
+    let firstWalk = try await first(2, from: receiver)
+    let firstStopped = await eventually { !receiver.isUpdatingLocation }
+    let secondWalk = try await first(3, from: receiver)
+    let secondStopped = await eventually { !receiver.isUpdatingLocation }
+
+    #expect(firstWalk == [home, bakery])
+    #expect(secondWalk == [home, bakery, park], "a new start reports from the first reading")
+    #expect(firstStopped && secondStopped, "each stream must stop the receiver when it ends")
+    #expect(receiver.startCount == 2)
+  }
+}

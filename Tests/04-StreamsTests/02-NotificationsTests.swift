@@ -1,0 +1,162 @@
+import Foundation
+import LegacyKit
+import Testing
+import WorkbookTesting
+
+@testable import Streams
+
+private let scripts: [CallbackScript] = [.synchronously, .default, .later(.milliseconds(100))]
+
+private let levelsHint =
+  "the observer must be added to battery.notificationCenter (not .default) for "
+  + "Battery.levelDidChangeNotification, and its block must yield battery.level"
+
+/// A battery with a notification center of its own, so that no other test can post to it.
+private func makeBattery(script: CallbackScript = .synchronously) -> Battery {
+  Battery(level: 80, notificationCenter: NotificationCenter(), script: script)
+}
+
+/// Makes a stream of `battery`'s level changes, runs `changes`, then iterates the stream until
+/// it has `count` levels and breaks out of the loop. The stream is made and released inside,
+/// as in `for await level in levelChanges(of: battery) { … }`.
+private func first(
+  _ count: Int, of battery: Battery, after changes: @escaping @Sendable () -> Void,
+  sourceLocation: SourceLocation = #_sourceLocation
+) async throws -> [Int] {
+  try await withDeadline(
+    .seconds(2), "the loop over levelChanges(of:)", hint: levelsHint,
+    sourceLocation: sourceLocation
+  ) {
+    let levels = levelChanges(of: battery)
+    changes()
+    var seen: [Int] = []
+    for await level in levels {
+      seen.append(level)
+      if seen.count == count { break }
+    }
+    return seen
+  }
+}
+
+/// Changes the battery's level after a stream has ended, and says how many observer blocks
+/// still read the level (0 when every observer has been removed).
+private func readsAfterTheEnd(of battery: Battery) async -> Int {
+  let reads = battery.levelReadCount
+  let posts = battery.postCount
+  battery.simulateChanges(to: [50, 49])
+  // Wait until both changes have been posted: the battery posts on its own queue unless its
+  // script is synchronous.
+  _ = await eventually { battery.postCount == posts + 2 }
+  return battery.levelReadCount - reads
+}
+
+@Suite("4.2 Notifications")
+struct NotificationsTests {
+  @Test("Yields the new level after each change, in order", arguments: scripts)
+  func yieldsEachLevel(script: CallbackScript) async throws {
+    let battery = makeBattery(script: script)
+
+    let levels = try await first(3, of: battery) {
+      battery.simulateChanges(to: [79, 78, 77])
+    }
+
+    #expect(levels == [79, 78, 77])
+  }
+
+  @Test(
+    "Removes its observer when the loop breaks: later changes reach no block", arguments: scripts)
+  func removesTheObserverWhenTheLoopBreaks(script: CallbackScript) async throws {
+    let battery = makeBattery(script: script)
+
+    let levels = try await first(2, of: battery) {
+      battery.simulateChanges(to: [70, 69])
+    }
+    let stray = await readsAfterTheEnd(of: battery)
+
+    #expect(levels == [70, 69])
+    #expect(
+      stray == 0,
+      because(
+        "after the loop ended, \(stray) changes still reached an observer block: remove the "
+          + "observer in the continuation's onTermination"))
+  }
+
+  @Test(
+    "Removes its observer when the task iterating is cancelled, before or after a change",
+    arguments: [0, 1])
+  func removesTheObserverWhenTheTaskIsCancelled(changesBefore: Int) async throws {
+    let battery = makeBattery()
+    let changes = levelChanges(of: battery)
+    let received = Recorder(0)
+    let task = Task {
+      for await _ in changes {
+        received.update { $0 += 1 }
+      }
+    }
+    defer { task.cancel() }
+
+    if changesBefore > 0 {
+      battery.simulateChanges(to: [60])
+      let arrived = await eventually { received.value == 1 }
+      try #require(arrived, Comment(rawValue: levelsHint))
+    }
+    task.cancel()
+    try await withDeadline(.seconds(2), "the cancelled loop over levelChanges(of:)") {
+      await task.value
+    }
+    let stray = await readsAfterTheEnd(of: battery)
+
+    #expect(
+      stray == 0,
+      because(
+        "after the task was cancelled, \(stray) changes still reached an observer block: "
+          + "remove the observer in the continuation's onTermination"))
+  }
+
+  @Test("Listens to its own battery only")
+  func listensToItsOwnBatteryOnly() async throws {
+    let center = NotificationCenter()
+    let battery = Battery(level: 80, notificationCenter: center, script: .synchronously)
+    let other = Battery(level: 30, notificationCenter: center, script: .synchronously)
+
+    let levels = try await first(1, of: battery) {
+      other.simulateChanges(to: [29, 28])
+      center.post(name: Notification.Name("LegacyKit.Battery.stateDidChange"), object: battery)
+      battery.simulateChanges(to: [79])
+    }
+
+    #expect(
+      levels == [79],
+      because(
+        "the first value must be this battery's change: observe its notification only "
+          + "(object: battery)"))
+  }
+
+  @Test("Each stream gets every change, and ending one leaves the other listening")
+  func streamsAreIndependent() async throws {
+    let battery = makeBattery()
+    let other = levelChanges(of: battery)
+
+    let fromOne = try await first(2, of: battery) {
+      battery.simulateChanges(to: [5, 4])
+    }
+    let reads = battery.levelReadCount
+    battery.simulateChanges(to: [3])
+    let fromOther = try await withDeadline(
+      .seconds(2), "the loop over levelChanges(of:)", hint: levelsHint
+    ) {
+      var seen: [Int] = []
+      for await level in other {
+        seen.append(level)
+        if seen.count == 3 { break }
+      }
+      return seen
+    }
+
+    #expect(fromOne == [5, 4])
+    #expect(fromOther == [5, 4, 3], "ending one stream must not end the other")
+    #expect(
+      battery.levelReadCount - reads == 1,
+      "after one stream ended, a change must reach exactly one block: the other stream's")
+  }
+}

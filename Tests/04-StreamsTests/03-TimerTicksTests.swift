@@ -1,0 +1,179 @@
+import Dispatch
+import Testing
+import WorkbookTesting
+
+@testable import Streams
+
+private let interval = Duration.milliseconds(20)
+
+private let ticksHint =
+  "schedule the timer, yield a Tick from its event handler, and activate it (a new source is "
+  + "inactive until then)"
+private let cancelHint =
+  "when the timer is cancelled, no tick will ever come again: finish the stream from the "
+  + "timer's cancel handler (setCancelHandler)"
+
+/// A new timer source on a queue of its own, for one test.
+///
+/// Dispatch stops the program when a source that was never activated is released, so every
+/// test hands its timer to ``dispose(_:)`` when it is done, whatever happened.
+private struct TestTimer: @unchecked Sendable {
+  // Dispatch sources are thread-safe; the protocol just does not say so.
+  let source: any DispatchSourceTimer = DispatchSource.makeTimerSource(
+    queue: DispatchQueue(label: "TimerTicksTests"))
+
+  var isCancelled: Bool { source.isCancelled }
+
+  func cancel() { source.cancel() }
+
+  /// Cancels the timer, and activates it in case nobody did (activating twice does nothing).
+  func dispose() {
+    source.cancel()
+    source.activate()
+  }
+}
+
+/// Iterates a new stream of ticks until it has `count`, then breaks out of the loop; the
+/// stream is released with the loop, as in an app.
+private func first(
+  _ count: Int, of timer: TestTimer, sourceLocation: SourceLocation = #_sourceLocation
+) async throws -> [Tick] {
+  try await withDeadline(
+    .seconds(2), "the loop over ticks(of:every:)", hint: ticksHint,
+    sourceLocation: sourceLocation
+  ) {
+    var seen: [Tick] = []
+    for await tick in ticks(of: timer.source, every: interval) {
+      seen.append(tick)
+      if seen.count == count { break }
+    }
+    return seen
+  }
+}
+
+@Suite("4.3 Timer ticks")
+struct TimerTicksTests {
+  @Test("Ticks come in order, numbered from 1, the first one an interval from now")
+  func ticksComeInOrder() async throws {
+    let timer = TestTimer()
+    defer { timer.dispose() }
+    let start = ContinuousClock.now
+
+    let ticks = try await first(3, of: timer)
+
+    #expect(ticks.map(\.number) == [1, 2, 3])
+    let first = try #require(ticks.first, "the stream ended before its first tick")
+    #expect(
+      first.firedAt - start >= interval / 2,
+      "the first tick came at once: schedule it an interval from now")
+    #expect(
+      ticks.last!.firedAt - first.firedAt >= interval,
+      "three ticks came within less than an interval: schedule the timer to repeat every interval")
+  }
+
+  @Test("A slow consumer gets the newest tick, not a backlog of old ones")
+  func aSlowConsumerGetsTheNewestTick() async throws {
+    let timer = TestTimer()
+    defer { timer.dispose() }
+
+    let (early, late, age) = try await withDeadline(
+      .seconds(2), "the loop over ticks(of:every:)", hint: ticksHint
+    ) {
+      var iterator = ticks(of: timer.source, every: interval).makeAsyncIterator()
+      let early = await iterator.next()
+      // Busy for 15 intervals: the timer fires about 15 times meanwhile.
+      try await Task.sleep(for: interval * 15)
+      let late = await iterator.next()
+      let age = late.map { ContinuousClock.now - $0.firedAt }
+      return (early, late, age)
+    }
+
+    let before = try #require(early, "the stream ended before its first tick")
+    let after = try #require(late, "the stream ended after one tick")
+    #expect(
+      after.number >= before.number + 5,
+      because(
+        "after tick \(before.number) and a long pause, the consumer got tick \(after.number): the "
+          + "ticks it missed were kept for it; keep only the newest (bufferingNewest(1))"))
+    #expect(
+      age! < interval * 7,
+      "the tick the consumer got after its pause had fired \(age!) before: keep only the newest")
+  }
+
+  @Test("Cancels the timer when the loop breaks")
+  func cancelsWhenTheLoopBreaks() async throws {
+    let timer = TestTimer()
+    defer { timer.dispose() }
+
+    let ticks = try await first(2, of: timer)
+    let cancelled = await eventually { timer.isCancelled }
+
+    #expect(ticks.count == 2)
+    #expect(
+      cancelled,
+      "the timer still runs after the loop ended: cancel it in the continuation's onTermination")
+  }
+
+  @Test("Cancels the timer when the task iterating is cancelled")
+  func cancelsWhenTheTaskIsCancelled() async throws {
+    let timer = TestTimer()
+    defer { timer.dispose() }
+    let stream = ticks(of: timer.source, every: interval)
+    let received = Recorder(0)
+    let task = Task {
+      for await _ in stream {
+        received.update { $0 += 1 }
+      }
+    }
+    defer { task.cancel() }
+
+    let ticking = await eventually { received.value >= 1 }
+    try #require(ticking, Comment(rawValue: ticksHint))
+    task.cancel()
+    try await withDeadline(.seconds(2), "the cancelled loop over ticks(of:every:)") {
+      await task.value
+    }
+    let cancelled = await eventually { timer.isCancelled }
+
+    #expect(
+      cancelled,
+      because(
+        "the timer still runs after the task was cancelled: cancel it in the continuation's "
+          + "onTermination"))
+  }
+
+  @Test("Cancels the timer when the stream is dropped without being iterated")
+  func cancelsWhenTheStreamIsDropped() async throws {
+    let timer = TestTimer()
+    defer { timer.dispose() }
+
+    _ = ticks(of: timer.source, every: interval)
+    let cancelled = await eventually { timer.isCancelled }
+
+    #expect(
+      cancelled,
+      because(
+        "nobody holds the stream, so it has ended: cancel the timer in the continuation's "
+          + "onTermination"))
+  }
+
+  @Test("Ends the stream when somebody else cancels the timer")
+  func endsWhenTheTimerIsCancelled() async throws {
+    let timer = TestTimer()
+    defer { timer.dispose() }
+
+    let count = try await withDeadline(
+      .seconds(2), "the loop over ticks(of:every:)", hint: cancelHint
+    ) {
+      var count = 0
+      for await _ in ticks(of: timer.source, every: interval) {
+        count += 1
+        if count == 2 { timer.cancel() }
+      }
+      return count
+    }
+
+    // A tick that fired just before the cancel may still be delivered.
+    #expect((2...3).contains(count), "the stream must end soon after the timer is cancelled")
+  }
+}

@@ -1,0 +1,141 @@
+import LegacyKit
+import Testing
+import WorkbookTesting
+
+@testable import Streams
+
+private let scripts: [CallbackScript] = [.synchronously, .default, .later(.milliseconds(100))]
+
+private let finishHint =
+  "the hub calls its completion handler after its last sample; finish the stream there, or "
+  + "the loop waits forever"
+
+/// Iterates `stream` to its end and returns the numbers of the samples it yielded.
+private func numbers(
+  in stream: AsyncStream<Sample>, sourceLocation: SourceLocation = #_sourceLocation
+) async throws -> [Int] {
+  try await withDeadline(
+    .seconds(2), "the loop over samples(from:keepingNewest:)", hint: finishHint,
+    sourceLocation: sourceLocation
+  ) {
+    var seen: [Int] = []
+    for await sample in stream {
+      seen.append(sample.number)
+    }
+    return seen
+  }
+}
+
+@Suite("4.5 Pressure")
+struct PressureTests {
+  @Test(
+    "Keeps the newest samples while nobody reads, and tells the hub what was kept and lost",
+    arguments: scripts)
+  func keepsTheNewestSamples(script: CallbackScript) async throws {
+    let hub = SensorHub(sampleCount: 10, script: script)
+
+    let stream = samples(from: hub, keepingNewest: 3)
+    // Nobody reads until the hub has handed over all ten samples.
+    let done = await eventually { hub.hasFinished }
+    try #require(
+      done, "the hub never finished its session: start it with startMeasuring(receive:completion:)")
+    let received = try await numbers(in: stream)
+
+    #expect(
+      received == [8, 9, 10],
+      "with nobody reading, only the newest 3 samples may wait: .bufferingNewest(capacity)")
+    #expect(
+      Array(hub.receipts.prefix(3)) == [
+        .accepted(room: 2), .accepted(room: 1), .accepted(room: 0),
+      ],
+      "while there is room, yield returns .enqueued(remaining:): answer .accepted(room: remaining)"
+    )
+    #expect(
+      hub.lostSamples.map(\.number) == Array(1...7),
+      because(
+        "when the buffer is full, yield returns .dropped(sample) with the sample it threw away, "
+          + "which with .bufferingNewest is the oldest waiting one, not the one you yielded: "
+          + "answer .dropped with that one"))
+  }
+
+  @Test(
+    "Ends after the hub's last sample, each sample either received or reported lost",
+    arguments: scripts)
+  func endsAfterTheLastSample(script: CallbackScript) async throws {
+    let hub = SensorHub(sampleCount: 20, interval: .milliseconds(5), script: script)
+
+    let received = try await numbers(in: samples(from: hub, keepingNewest: 3))
+    let lost = hub.lostSamples.map(\.number)
+
+    #expect(received.last == 20, "the newest sample is never the one dropped")
+    #expect(received == received.sorted(), "samples arrive in order")
+    #expect(
+      (received + lost).sorted() == Array(1...20),
+      "every sample is either received or reported lost, once: received \(received), lost \(lost)"
+    )
+  }
+
+  @Test("Stops the hub at its next sample once the loop breaks")
+  func stopsTheHubWhenTheLoopBreaks() async throws {
+    // A long session: ten seconds of samples.
+    let hub = SensorHub(sampleCount: 2000, interval: .milliseconds(5), script: .default)
+
+    let received = try await withDeadline(
+      .seconds(2), "the loop over samples(from:keepingNewest:)", hint: "yield each sample"
+    ) {
+      var seen: [Int] = []
+      for await sample in samples(from: hub, keepingNewest: 3) {
+        seen.append(sample.number)
+        if seen.count == 3 { break }
+      }
+      return seen
+    }
+    let stopped = await eventually { !hub.isMeasuring }
+
+    #expect(received.count == 3)
+    #expect(
+      stopped,
+      because(
+        "the hub still measures after the stream ended: when yield returns .terminated, "
+          + "answer .closed"))
+    #expect(hub.receipts.last == .closed, "the hub stops when a receipt says .closed")
+  }
+
+  @Test("Stops the hub at its next sample once the task iterating is cancelled")
+  func stopsTheHubWhenTheTaskIsCancelled() async throws {
+    let hub = SensorHub(sampleCount: 2000, interval: .milliseconds(5), script: .default)
+    let stream = samples(from: hub, keepingNewest: 3)
+    let received = Recorder(0)
+    let task = Task {
+      for await _ in stream {
+        received.update { $0 += 1 }
+      }
+    }
+    defer { task.cancel() }
+
+    let arrived = await eventually { received.value >= 3 }
+    try #require(arrived, "no samples arrived: start the hub and yield each sample")
+    task.cancel()
+    try await withDeadline(.seconds(2), "the cancelled loop over samples(from:keepingNewest:)") {
+      await task.value
+    }
+    let stopped = await eventually { !hub.isMeasuring }
+
+    #expect(
+      stopped,
+      because(
+        "the hub still measures after the task was cancelled: when yield returns .terminated, "
+          + "answer .closed"))
+  }
+
+  @Test("Streams from the same hub again after a session")
+  func streamsAgain() async throws {
+    let hub = SensorHub(sampleCount: 5, script: .synchronously)
+
+    let first = try await numbers(in: samples(from: hub, keepingNewest: 2))
+    let second = try await numbers(in: samples(from: hub, keepingNewest: 5))
+
+    #expect(first == [4, 5])
+    #expect(second == [1, 2, 3, 4, 5])
+  }
+}
