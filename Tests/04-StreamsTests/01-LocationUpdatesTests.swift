@@ -11,10 +11,12 @@ private let bakery = Location(latitude: 48.8570, longitude: 2.3530)
 private let park = Location(latitude: 48.8575, longitude: 2.3541)
 private let office = Location(latitude: 48.8581, longitude: 2.3555)
 private let station = Location(latitude: 48.8590, longitude: 2.3570)
+private let museum = Location(latitude: 48.8606, longitude: 2.3376)
 
 /// A walk: one location, then a batch of two (the receiver was busy), then one at a time.
 private let walk: [GPSReading] = [
   .locations([home]), .locations([bakery, park]), .locations([office]), .locations([station]),
+  .locations([museum]),
 ]
 
 private let updatesHint =
@@ -187,12 +189,16 @@ struct LocationUpdatesTests {
 
     let firstWalk = try await first(2, from: receiver)
     let firstStopped = await eventually { !receiver.isUpdatingLocation }
+    // Starting a receiver that is still on does nothing: the second stream would wait forever.
+    try #require(
+      firstStopped,
+      "the receiver is still on after the first stream ended: stop it in onTermination")
     let secondWalk = try await first(3, from: receiver)
     let secondStopped = await eventually { !receiver.isUpdatingLocation }
 
     #expect(firstWalk == [home, bakery])
     #expect(secondWalk == [home, bakery, park], "a new start reports from the first reading")
-    #expect(firstStopped && secondStopped, "each stream must stop the receiver when it ends")
+    #expect(secondStopped, "each stream must stop the receiver when it ends")
     #expect(receiver.startCount == 2)
   }
 }

@@ -93,8 +93,8 @@ struct TimerTicksTests {
     #expect(
       after.number >= before.number + 5,
       because(
-        "after tick \(before.number) and a long pause, the consumer got tick \(after.number): the "
-          + "ticks it missed were kept for it; keep only the newest (bufferingNewest(1))"))
+        "after tick \(before.number) and a long pause, the consumer got tick \(after.number), "
+          + "an old one the buffer kept for it; keep only the newest (bufferingNewest(1))"))
     #expect(
       age! < interval * 7,
       "the tick the consumer got after its pause had fired \(age!) before: keep only the newest")

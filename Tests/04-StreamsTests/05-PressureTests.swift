@@ -53,9 +53,9 @@ struct PressureTests {
     #expect(
       hub.lostSamples.map(\.number) == Array(1...7),
       because(
-        "when the buffer is full, yield returns .dropped(sample) with the sample it threw away, "
-          + "which with .bufferingNewest is the oldest waiting one, not the one you yielded: "
-          + "answer .dropped with that one"))
+        "when the buffer is full, yield returns .dropped with the sample the buffer threw "
+          + "away, which with .bufferingNewest is the oldest waiting one, not the one you "
+          + "yielded: report that one"))
   }
 
   @Test(
