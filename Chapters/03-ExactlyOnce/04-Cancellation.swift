@@ -17,7 +17,7 @@ func download(_ url: URL, with downloader: FileDownloader) async throws -> Data 
   // `withTaskCancellationHandler`, whose `onCancel` cancels the `DownloadTask`. Throw
   // `CancellationError()` for `DownloadError.cancelled`. Beware: `onCancel` may run before
   // the download has started (the task may already be cancelled), and this downloader can
-  // call back again after reporting a cancellation.
+  // call back again after reporting a cancellation (`ResumeOnce` from 3.2 handles that).
   throw Unfinished()
 }
 
