@@ -5,11 +5,83 @@ import WorkbookTesting
 
 @testable import ExactlyOnce
 
-@Suite("3.2 Resume once")
+// Serialized, so that a crash happens while one test runs, not while another is creating the
+// racing threads: the runtime's crash report has to pause every thread, and a thread being
+// created can keep it waiting.
+@Suite("3.2 Resume once", .serialized)
 struct ResumeOnceTests {
   static let hint =
     "ResumeOnce never lets the first call through to the continuation; the first "
     + "resume must resume it"
+
+  static let twice: [CallbackScript] = [
+    CallbackScript(timing: .synchronously, times: 2), .twice,
+    CallbackScript(timing: .after(.milliseconds(100)), times: 2), .default,
+  ]
+
+  @Test("weigh(on:) returns the first reading, however the scale repeats it", arguments: twice)
+  func weighReturnsTheFirstReading(script: CallbackScript) async throws {
+    let scale = BluetoothScale(
+      replies: [.success(71.5), .success(71.4)], delivery: .scripted(script))
+
+    let weight = try await withDeadline(.seconds(2), "weigh(on:)", hint: Self.hint) {
+      try await weigh(on: scale)
+    }
+    // Let the repeats arrive, so a second resume crashes here and not in another test.
+    await eventually("every repeat of the reading to be delivered") {
+      scale.callbacksDelivered == script.times
+    }
+
+    #expect(weight == 71.5)
+    #expect(scale.measurements == 1)
+  }
+
+  @Test("weigh(on:) throws when the first reply is an error, even if a reading follows")
+  func weighThrowsTheFirstError() async throws {
+    let scale = BluetoothScale(replies: [.failure(ScaleError.notSteady), .success(70)])
+
+    await #expect(throws: ScaleError.notSteady) {
+      try await withDeadline(.seconds(2), "weigh(on:)", hint: Self.hint) {
+        try await weigh(on: scale)
+      }
+    }
+    await eventually("the reading after the error to be delivered") {
+      scale.callbacksDelivered == 2
+    }
+  }
+
+  @Test("weigh(on:) survives four threads reporting at the same moment, 200 times over")
+  func weighSurvivesSimultaneousRepeats() async throws {
+    let readings = [70.0, 70.5, 71.0, 71.5]
+    let scale = BluetoothScale(
+      replies: readings.map { .success($0) }, delivery: .simultaneous(count: readings.count))
+
+    for round in 1...200 {
+      let weight = try await withDeadline(.seconds(2), "weigh(on:)", hint: Self.hint) {
+        try await weigh(on: scale)
+      }
+      #expect(readings.contains(weight))
+      let delivered = await eventually("all four repeats of measurement \(round) to be delivered") {
+        scale.callbacksDelivered == round * readings.count
+      }
+      guard delivered else { break }
+    }
+    #expect(scale.measurements == 200)
+  }
+
+  @Test("The same scale weighs twice, each time with its own continuation")
+  func reuse() async throws {
+    let scale = BluetoothScale(replies: [.success(64.2)], delivery: .scripted(.twice))
+
+    for _ in 1...2 {
+      let weight = try await withDeadline(.seconds(2), "weigh(on:)", hint: Self.hint) {
+        try await weigh(on: scale)
+      }
+      #expect(weight == 64.2)
+    }
+    await eventually("every repeat to be delivered") { scale.callbacksDelivered == 4 }
+    #expect(scale.measurements == 2)
+  }
 
   @Test("The first resume wins; later ones return false and change nothing")
   func firstResumeWins() async throws {
@@ -92,75 +164,6 @@ struct ResumeOnceTests {
       continuation received; \(badRounds.count) of \(rounds) rounds went wrong, first: \
       \(badRounds.prefix(3).joined(separator: "; "))
       """)
-  }
-
-  static let twice: [CallbackScript] = [
-    CallbackScript(timing: .synchronously, times: 2), .twice,
-    CallbackScript(timing: .after(.milliseconds(100)), times: 2), .default,
-  ]
-
-  @Test("weigh(on:) returns the first reading, however the scale repeats it", arguments: twice)
-  func weighReturnsTheFirstReading(script: CallbackScript) async throws {
-    let scale = BluetoothScale(
-      replies: [.success(71.5), .success(71.4)], delivery: .scripted(script))
-
-    let weight = try await withDeadline(.seconds(2), "weigh(on:)", hint: Self.hint) {
-      try await weigh(on: scale)
-    }
-    // Let the repeats arrive, so a second resume crashes here and not in another test.
-    await eventually("every repeat of the reading to be delivered") {
-      scale.callbacksDelivered == script.times
-    }
-
-    #expect(weight == 71.5)
-    #expect(scale.measurements == 1)
-  }
-
-  @Test("weigh(on:) throws when the first reply is an error, even if a reading follows")
-  func weighThrowsTheFirstError() async throws {
-    let scale = BluetoothScale(replies: [.failure(ScaleError.notSteady), .success(70)])
-
-    await #expect(throws: ScaleError.notSteady) {
-      try await withDeadline(.seconds(2), "weigh(on:)", hint: Self.hint) {
-        try await weigh(on: scale)
-      }
-    }
-    await eventually("the reading after the error to be delivered") {
-      scale.callbacksDelivered == 2
-    }
-  }
-
-  @Test("weigh(on:) survives four threads reporting at the same moment, 200 times over")
-  func weighSurvivesSimultaneousRepeats() async throws {
-    let readings = [70.0, 70.5, 71.0, 71.5]
-    let scale = BluetoothScale(
-      replies: readings.map { .success($0) }, delivery: .simultaneous(count: readings.count))
-
-    for round in 1...200 {
-      let weight = try await withDeadline(.seconds(2), "weigh(on:)", hint: Self.hint) {
-        try await weigh(on: scale)
-      }
-      #expect(readings.contains(weight))
-      let delivered = await eventually("all four repeats of measurement \(round) to be delivered") {
-        scale.callbacksDelivered == round * readings.count
-      }
-      guard delivered else { break }
-    }
-    #expect(scale.measurements == 200)
-  }
-
-  @Test("The same scale weighs twice, each time with its own continuation")
-  func reuse() async throws {
-    let scale = BluetoothScale(replies: [.success(64.2)], delivery: .scripted(.twice))
-
-    for _ in 1...2 {
-      let weight = try await withDeadline(.seconds(2), "weigh(on:)", hint: Self.hint) {
-        try await weigh(on: scale)
-      }
-      #expect(weight == 64.2)
-    }
-    await eventually("every repeat to be delivered") { scale.callbacksDelivered == 4 }
-    #expect(scale.measurements == 2)
   }
 }
 
