@@ -1,6 +1,5 @@
 import Foundation
 import LegacyKit
-import Synchronization
 import Testing
 import WorkbookTesting
 

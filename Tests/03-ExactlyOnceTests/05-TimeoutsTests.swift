@@ -36,15 +36,19 @@ struct TimeoutsTests {
   @Test("Returns at once when the operation does not suspend at all")
   func instantOperation() async throws {
     let clock = WatchedClock()
+    let started = ContinuousClock.now
 
     let value = try await withDeadline(
       .seconds(2), "withTimeout(_:clock:operation:)", hint: Self.hint
     ) {
       try await withTimeout(.seconds(1), clock: clock) { "ready" }
     }
+    let elapsed = ContinuousClock.now - started
 
     #expect(value == "ready")
     #expect(clock.sleepsRunning == 0, "the timer was still running when withTimeout returned")
+    #expect(
+      elapsed < .milliseconds(700), "withTimeout waited for the timer instead of cancelling it")
   }
 
   @Test("Throws TimeoutError when the limit passes first, with the operation cancelled and ended")
