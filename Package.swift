@@ -23,6 +23,7 @@ import PackageDescription
 let chapters: [(folder: String, module: String)] = [
   ("01-Callbacks", "Callbacks"),
   ("02-Delegates", "Delegates"),
+  ("03-ExactlyOnce", "ExactlyOnce"),
 ]
 
 let environment = Context.environment
