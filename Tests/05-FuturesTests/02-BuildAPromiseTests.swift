@@ -96,6 +96,28 @@ struct BuildAPromiseTests {
     #expect(late == "token-1")
   }
 
+  @Test("Of many threads completing the promise at the same moment, exactly one wins")
+  func oneOfManyWins() async throws {
+    let rounds = 20_000
+    let promises = (0..<rounds).map { _ in Promise<Int>() }
+    let wins = Locked(Array(repeating: 0, count: rounds))
+
+    await onThreadsAtOnce(threads: 2, rounds: rounds) { thread, round in
+      if promises[round].succeed(thread) {
+        wins.withLock { $0[round] += 1 }
+      }
+    }
+
+    let wrong = wins.value.enumerated().filter { $0.element != 1 }
+    #expect(
+      wrong.isEmpty,
+      """
+      \(wrong.count) of \(rounds) promises were won by \(wrong.first?.element ?? 0) threads \
+      instead of one: deciding that there is no result yet and storing the new one must \
+      happen under one lock, in one withLock
+      """)
+  }
+
   @Test("A failure is thrown to every awaiter, early or late")
   func failureReachesEveryone() async throws {
     let promise = Promise<String>()

@@ -122,8 +122,9 @@ struct TwoAtOnceTests {
       try await tripPrice(for: lisbon, using: pricing)
     }
 
+    let ranTogether = bothRunning.met
     #expect(
-      bothRunning.met,
+      ranTogether,
       """
       the two requests never ran at the same time: the \(pricing.log.value.started.last ?? "") \
       was only asked for after the \(pricing.log.value.started.first ?? "") had arrived, so \

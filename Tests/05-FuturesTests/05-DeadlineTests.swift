@@ -20,6 +20,10 @@ private let ignoredCancellationHint =
   "withTimeout cancelled the wait at the deadline, but waiting on the future ignores "
   + "cancellation, so withTimeout has to wait for the future anyway: in "
   + "withTaskCancellationHandler's onCancel, cancel the legacy future"
+private let callerCancelledHint =
+  "the caller's task was cancelled, but the wait for the future did not end; pass the "
+  + "cancellation on to the legacy future (withTaskCancellationHandler, onCancel: cancel()) "
+  + "so that it completes with .cancelled"
 
 @Suite("5.5 Deadline")
 struct FutureDeadlineTests {
@@ -90,7 +94,7 @@ struct FutureDeadlineTests {
 
     caller.cancel()
     let result = try await withDeadline(
-      .seconds(2), "value(timeout:) after its task was cancelled", hint: ignoredCancellationHint
+      .seconds(2), "value(timeout:) after its task was cancelled", hint: callerCancelledHint
     ) {
       await caller.result
     }

@@ -91,3 +91,39 @@ final class Rendezvous: Sendable {
     }
   }
 }
+
+/// Runs `body(thread, round)` on `threads` dedicated threads, `rounds` times each, and
+/// starts every round on all the threads at the same moment: each thread spins on an atomic
+/// counter until the others have arrived, so their calls really overlap (a lock or a
+/// `DispatchGroup` would wake them one after another). Returns when every thread is done.
+func onThreadsAtOnce(
+  threads: Int, rounds: Int, _ body: @escaping @Sendable (_ thread: Int, _ round: Int) -> Void
+) async {
+  let barrier = SpinBarrier()
+  let finished = Locked(0)
+  for thread in 0..<threads {
+    Thread {
+      for round in 0..<rounds {
+        barrier.arriveAndWait(until: (round + 1) * threads)
+        body(thread, round)
+      }
+      finished.withLock { $0 += 1 }
+    }.start()
+  }
+  _ = await eventually(within: .seconds(10)) { finished.value == threads }
+}
+
+private final class SpinBarrier: Sendable {
+  private let arrivals = Atomic(0)
+
+  func arriveAndWait(until total: Int) {
+    arrivals.add(1, ordering: .acquiringAndReleasing)
+    // Spin hard, so that everyone leaves within nanoseconds of the last arrival; yield now
+    // and then, so a thread waiting for a core does not starve the one it waits for.
+    var spins = 0
+    while arrivals.load(ordering: .acquiring) < total {
+      spins += 1
+      if spins % 4096 == 0 { sched_yield() }
+    }
+  }
+}
