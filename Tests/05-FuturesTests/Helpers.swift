@@ -95,10 +95,11 @@ final class Rendezvous: Sendable {
 /// Runs `body(thread, round)` on `threads` dedicated threads, `rounds` times each, and
 /// starts every round on all the threads at the same moment: each thread spins on an atomic
 /// counter until the others have arrived, so their calls really overlap (a lock or a
-/// `DispatchGroup` would wake them one after another). Returns when every thread is done.
+/// `DispatchGroup` would wake them one after another). Returns when every thread is done,
+/// or after 10 seconds; says whether they all were.
 func onThreadsAtOnce(
   threads: Int, rounds: Int, _ body: @escaping @Sendable (_ thread: Int, _ round: Int) -> Void
-) async {
+) async -> Bool {
   let barrier = SpinBarrier()
   let finished = Locked(0)
   for thread in 0..<threads {
@@ -110,7 +111,7 @@ func onThreadsAtOnce(
       finished.withLock { $0 += 1 }
     }.start()
   }
-  _ = await eventually(within: .seconds(10)) { finished.value == threads }
+  return await eventually(within: .seconds(10)) { finished.value == threads }
 }
 
 private final class SpinBarrier: Sendable {
