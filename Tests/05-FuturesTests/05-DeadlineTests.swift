@@ -84,8 +84,8 @@ struct FutureDeadlineTests {
     #expect(
       futureWasCancelled,
       """
-      the call ended only when the future completed, long after the deadline, and the \
-      future was never cancelled: the deadline has to cancel the legacy future
+      the legacy future was not cancelled at the deadline, so it went on running and \
+      completed by itself later; the deadline has to cancel it
       """)
   }
 
