@@ -37,9 +37,9 @@ func runPipeline<Input: Sendable, Output: Sendable>(
   transform: @escaping @Sendable (Input) async throws -> Output,
   consume: @escaping @Sendable (Output) async throws -> Void
 ) async throws {
-  // TODO: Run the stages as child tasks of one task group. Fan out with a group of at most
-  // `workers` transforms at once (one stream has only one reader), fan their results in
-  // to the consumer through a second AsyncStream, and finish it when the workers are done.
+  // TODO: Run the stages as child tasks of one task group, connected by AsyncStreams: fan
+  // out to at most `workers` transforms at once, fan their results in to the consumer, and
+  // finish each stream when its input has ended.
   throw Unfinished()
 }
 

@@ -51,7 +51,9 @@ final class Channel<Element: Sendable>: Sendable {
         // `onCancel`: it runs after the cancelled flag is set, and needs this lock, so it
         // either finds this sender registered or this check sees the flag.
         let action = state.withLock { state in
-          Task.isCancelled ? .resumeSender(sender, .failure(CancellationError())) : state.send(element, id: id, sender)
+          Task.isCancelled
+            ? .resumeSender(sender, .failure(CancellationError()))
+            : state.send(element, id: id, sender)
         }
         // Resumed only after the lock is released: resuming wakes another task, which
         // should not find the lock still held (and nobody should run code under it).
@@ -71,7 +73,9 @@ final class Channel<Element: Sendable>: Sendable {
     return try await withTaskCancellationHandler {
       try await withCheckedThrowingContinuation { (receiver: ReceiveContinuation) in
         let action = state.withLock { state in
-          Task.isCancelled ? .resumeReceiver(receiver, .failure(CancellationError())) : state.receive(id: id, receiver)
+          Task.isCancelled
+            ? .resumeReceiver(receiver, .failure(CancellationError()))
+            : state.receive(id: id, receiver)
         }
         action.run()
       }

@@ -53,7 +53,8 @@ private func collect(_ channel: CoChannel<Int>, hint: String = finishHint) async
 struct BridgeAChannelTests {
   static let kinds: [CoChannel<Int>.BufferType] = [.rendezvous, .buffered(capacity: 3), .unlimited]
 
-  @Test("Yields every element in order, and ends when the producer closes the channel",
+  @Test(
+    "Yields every element in order, and ends when the producer closes the channel",
     arguments: kinds)
   func yieldsEverythingThenEnds(kind: CoChannel<Int>.BufferType) async throws {
     let channel = CoChannel<Int>(bufferType: kind)
@@ -115,7 +116,8 @@ struct BridgeAChannelTests {
     await #expect(throws: CoChannelError.cancelled) { try await collect(channel) }
   }
 
-  @Test("Breaking out of the loop releases the producer blocked on the channel",
+  @Test(
+    "Breaking out of the loop releases the producer blocked on the channel",
     arguments: [CoChannel<Int>.BufferType.rendezvous, .buffered(capacity: 2)])
   func breakReleasesTheProducer(kind: CoChannel<Int>.BufferType) async throws {
     let channel = CoChannel<Int>(bufferType: kind)
@@ -143,12 +145,13 @@ struct BridgeAChannelTests {
     let channel = CoChannel<Int>(capacity: 1)
     let producer = produceForever(into: channel)
 
-    await #expect(throws: Boom()) {
+    let thrown = try await #require(throws: Boom.self) {
       try await withDeadline(.seconds(2), "for try await over channel.elements()", hint: finishHint)
       {
-        for try await element in channel.elements() where element == 2 { throw Boom() }
+        for try await element in channel.elements() where element == 2 { throw Boom(tag: 2) }
       }
     }
+    #expect(thrown == Boom(tag: 2))
 
     let produced = try await outcome(
       of: producer, "the producer, after the consumer threw", hint: releaseHint)

@@ -62,7 +62,8 @@ struct BuildAChannelTests {
     #expect(try await receiving.value("receive()", hint: receiveHint) == 2)
   }
 
-  @Test("A buffered channel takes `capacity` elements without waiting; the next send waits",
+  @Test(
+    "A buffered channel takes `capacity` elements without waiting; the next send waits",
     arguments: [1, 3])
   func bufferedSendWaitsWhenFull(capacity: Int) async throws {
     let channel = Channel<Int>(capacity: capacity)
@@ -163,7 +164,8 @@ struct BuildAChannelTests {
     }
   }
 
-  @Test("close() fails waiting senders with ChannelClosedError; their elements are not received",
+  @Test(
+    "close() fails waiting senders with ChannelClosedError; their elements are not received",
     arguments: [0, 1])
   func closeFailsWaitingSenders(capacity: Int) async throws {
     let channel = Channel<Int>(capacity: capacity)
@@ -195,7 +197,8 @@ struct BuildAChannelTests {
 
   // MARK: Cancellation
 
-  @Test("A cancelled waiting receiver throws CancellationError at once and takes nothing",
+  @Test(
+    "A cancelled waiting receiver throws CancellationError at once and takes nothing",
     arguments: [0, 2])
   func cancelWaitingReceiver(capacity: Int) async throws {
     let channel = Channel<Int>(capacity: capacity)
@@ -217,7 +220,8 @@ struct BuildAChannelTests {
       "the cancelled receiver took the element")
   }
 
-  @Test("A cancelled waiting sender throws CancellationError at once; its element is not sent",
+  @Test(
+    "A cancelled waiting sender throws CancellationError at once; its element is not sent",
     arguments: [0, 1])
   func cancelWaitingSender(capacity: Int) async throws {
     let channel = Channel<Int>(capacity: capacity)
@@ -280,7 +284,8 @@ struct BuildAChannelTests {
     #expect(throws: CancellationError.self) { try sent.get() }
   }
 
-  @Test("A sender cancelled as a receiver arrives: its element is received once if send returned, never if it threw",
+  @Test(
+    "A sender cancelled as a receiver arrives: its element is received once if send returned, never if it threw",
     arguments: [0, 1])
   func cancelSenderRacingHandOff(capacity: Int) async throws {
     for round in 1...150 {
@@ -291,7 +296,8 @@ struct BuildAChannelTests {
       let receiving = Started { try await channel.receive() }
       sending.cancel()
 
-      let sent = try await sending.result("a send(_:) cancelled during a hand-off", hint: cancelHint)
+      let sent = try await sending.result(
+        "a send(_:) cancelled during a hand-off", hint: cancelHint)
       // If the send was cancelled first, the receiver still waits: closing ends it.
       channel.close()
       let first = try await receiving.value("receive()", hint: closeHint)
@@ -309,7 +315,9 @@ struct BuildAChannelTests {
     }
   }
 
-  @Test("A receiver cancelled as a sender arrives: it takes the element or nothing, and nothing is lost")
+  @Test(
+    "A receiver cancelled as a sender arrives: it takes the element or nothing, and nothing is lost"
+  )
   func cancelReceiverRacingHandOff() async throws {
     for round in 1...150 {
       let channel = Channel<Int>(capacity: 0)
@@ -338,7 +346,8 @@ struct BuildAChannelTests {
 
   // MARK: Many at once
 
-  @Test("Many producers and consumers: every element exactly once, in each producer's order",
+  @Test(
+    "Many producers and consumers: every element exactly once, in each producer's order",
     arguments: [0, 1, 16])
   func manyProducersAndConsumers(capacity: Int) async throws {
     let producers = 8
@@ -388,12 +397,16 @@ struct BuildAChannelTests {
         }
       }
       let everything = received.flatMap { $0 }
-      #expect(everything.count == sent.count, "round \(round): sent \(sent.count), received \(everything.count)")
-      #expect(everything.sorted() == sent, "round \(round): the elements received differ from those sent")
+      #expect(
+        everything.count == sent.count,
+        "round \(round): sent \(sent.count), received \(everything.count)")
+      #expect(
+        everything.sorted() == sent, "round \(round): the elements received differ from those sent")
     }
   }
 
-  @Test("Cancelling senders and receivers at random loses and duplicates nothing",
+  @Test(
+    "Cancelling senders and receivers at random loses and duplicates nothing",
     arguments: [0, 4])
   func randomCancellation(capacity: Int) async throws {
     let producers = 6
@@ -440,8 +453,12 @@ struct BuildAChannelTests {
 
       let received = consumed.flatMap(\.value)
       let sent = delivered.value
-      #expect(received.count == sent.count, "round \(round): \(sent.count) sends returned, \(received.count) elements received")
-      #expect(received.sorted() == sent.sorted(), "round \(round): received elements differ from those whose send returned")
+      #expect(
+        received.count == sent.count,
+        "round \(round): \(sent.count) sends returned, \(received.count) elements received")
+      #expect(
+        received.sorted() == sent.sorted(),
+        "round \(round): received elements differ from those whose send returned")
       for (consumer, elements) in consumed.enumerated() {
         for producer in 0..<producers {
           #expect(

@@ -129,7 +129,8 @@ struct PipelinesTests {
     #expect(activity.consumed.value.isEmpty)
   }
 
-  @Test("Runs as many transforms at once as there are workers, and never more",
+  @Test(
+    "Runs as many transforms at once as there are workers, and never more",
     arguments: [2, 4])
   func fansOutToTheWorkers(workers: Int) async throws {
     let activity = Activity()
@@ -193,7 +194,8 @@ struct PipelinesTests {
       try await withDeadline(.seconds(2), "runPipeline(…) with a failing consumer", hint: stopHint)
       {
         try await runPipeline(
-          source: endlessSource(), workers: 3, transform: activity.timesTen(delay: .milliseconds(5)),
+          source: endlessSource(), workers: 3,
+          transform: activity.timesTen(delay: .milliseconds(5)),
           consume: consume)
       }
     }

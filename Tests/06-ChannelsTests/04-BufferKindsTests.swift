@@ -152,7 +152,8 @@ struct BufferKindsTests {
     #expect(try await drain(channel) == [1])
   }
 
-  @Test("close() ends every waiting receiver with nil", arguments: [BufferKind.unlimited, .conflated])
+  @Test(
+    "close() ends every waiting receiver with nil", arguments: [BufferKind.unlimited, .conflated])
   func closeEndsWaitingReceivers(kind: BufferKind) async throws {
     let channel = NonBlockingChannel<Int>(kind)
     let receivers = (0..<3).map { _ in Started { try await channel.receive() } }
@@ -171,7 +172,8 @@ struct BufferKindsTests {
     #expect(results.sorted { ($0 ?? 0) < ($1 ?? 0) } == [nil, nil, 1])
   }
 
-  @Test("A cancelled waiting receiver throws CancellationError and takes nothing",
+  @Test(
+    "A cancelled waiting receiver throws CancellationError and takes nothing",
     arguments: [BufferKind.unlimited, .conflated])
   func cancelledReceiver(kind: BufferKind) async throws {
     let channel = NonBlockingChannel<Int>(kind)
@@ -188,7 +190,8 @@ struct BufferKindsTests {
     #expect(try await drain(channel) == [5], "the cancelled receiver took the element")
   }
 
-  @Test("Many senders and receivers at once: nothing is received twice",
+  @Test(
+    "Many senders and receivers at once: nothing is received twice",
     arguments: [BufferKind.unlimited, .conflated])
   func manySendersAndReceivers(kind: BufferKind) async throws {
     let senders = 4

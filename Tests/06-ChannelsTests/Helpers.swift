@@ -63,7 +63,8 @@ func expectStillWaiting<Success>(
   sourceLocation: SourceLocation = #_sourceLocation
 ) async throws {
   try await Task.sleep(for: .milliseconds(100))
-  #expect(!started.isFinished, comment, sourceLocation: sourceLocation)
+  let stillWaiting = !started.isFinished
+  #expect(stillWaiting, comment, sourceLocation: sourceLocation)
 }
 
 /// Waits until `condition` holds, checking every 5 ms for at most `limit`, and says whether
