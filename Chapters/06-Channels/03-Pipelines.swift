@@ -17,13 +17,14 @@
 // channel; if the screen goes away, everything keeps running.
 //
 // Here the stages are tasks in one task group, so none outlives the pipeline, and the
-// channels are `AsyncStream`s: the standard library's channel, with many producers but
-// one consumer.
+// channels between them are `AsyncStream`s, the standard library's channel: any number of
+// tasks may yield into one, and one task reads it.
 
 /// Runs `source` through a pipeline of three stages and returns when the last result has
 /// been consumed:
 ///
-/// 1. the source: whoever feeds it finishes it to close the pipeline;
+/// 1. the source, read once: whoever feeds it ends it (an `AsyncStream` is finished) to
+///    close the pipeline, and an error it throws fails the pipeline;
 /// 2. the workers: `transform` runs on up to `workers` elements at once (fan-out), and the
 ///    results are gathered, in the order they are ready, into one stream (fan-in);
 /// 3. the consumer: `consume` is called with one result at a time.
@@ -31,12 +32,12 @@
 /// If `transform` or `consume` throws, the pipeline stops and rethrows that error; if the
 /// task is cancelled, it stops and throws `CancellationError`. Either way, no stage is
 /// still running, or starts, after it returns.
-func runPipeline<Input: Sendable, Output: Sendable>(
-  source: AsyncStream<Input>,
+func runPipeline<Source: AsyncSequence & Sendable, Output: Sendable>(
+  source: Source,
   workers: Int,
-  transform: @escaping @Sendable (Input) async throws -> Output,
+  transform: @escaping @Sendable (Source.Element) async throws -> Output,
   consume: @escaping @Sendable (Output) async throws -> Void
-) async throws {
+) async throws where Source.Element: Sendable {
   // TODO: Run the stages as child tasks of one task group, connected by AsyncStreams: fan
   // out to at most `workers` transforms at once, fan their results in to the consumer, and
   // finish each stream when its input has ended.

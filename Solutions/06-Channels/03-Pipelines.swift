@@ -17,13 +17,14 @@
 // channel; if the screen goes away, everything keeps running.
 //
 // Here the stages are tasks in one task group, so none outlives the pipeline, and the
-// channels are `AsyncStream`s: the standard library's channel, with many producers but
-// one consumer.
+// channels between them are `AsyncStream`s, the standard library's channel: any number of
+// tasks may yield into one, and one task reads it.
 
 /// Runs `source` through a pipeline of three stages and returns when the last result has
 /// been consumed:
 ///
-/// 1. the source: whoever feeds it finishes it to close the pipeline;
+/// 1. the source, read once: whoever feeds it ends it (an `AsyncStream` is finished) to
+///    close the pipeline, and an error it throws fails the pipeline;
 /// 2. the workers: `transform` runs on up to `workers` elements at once (fan-out), and the
 ///    results are gathered, in the order they are ready, into one stream (fan-in);
 /// 3. the consumer: `consume` is called with one result at a time.
@@ -31,27 +32,28 @@
 /// If `transform` or `consume` throws, the pipeline stops and rethrows that error; if the
 /// task is cancelled, it stops and throws `CancellationError`. Either way, no stage is
 /// still running, or starts, after it returns.
-func runPipeline<Input: Sendable, Output: Sendable>(
-  source: AsyncStream<Input>,
+func runPipeline<Source: AsyncSequence & Sendable, Output: Sendable>(
+  source: Source,
   workers: Int,
-  transform: @escaping @Sendable (Input) async throws -> Output,
+  transform: @escaping @Sendable (Source.Element) async throws -> Output,
   consume: @escaping @Sendable (Output) async throws -> Void
-) async throws {
+) async throws where Source.Element: Sendable {
   precondition(workers > 0, "a pipeline needs at least one worker")
   // The fan-in channel: every worker's results, for the one consumer.
   let (results, resultSink) = AsyncStream.makeStream(of: Output.self)
 
   try await withThrowingTaskGroup(of: Void.self) { stages in
-    // The workers' stage. An AsyncStream allows one reader only (a second `for await` on
-    // the same stream stops the program), so this stage reads the source alone and hands
-    // each element to a child task: a pool that never has more than `workers` children.
+    // The workers' stage. It reads the source alone: an AsyncSequence promises nothing
+    // when several tasks iterate it (some replay every element to each iterator, and
+    // AsyncThrowingStream traps), so the fan-out is a pool of child tasks that never has
+    // more than `workers` of them, each transforming one element.
     stages.addTask {
       // Closing propagates downstream: however this stage ends, the results stream ends,
       // and the consumer's loop with it.
       defer { resultSink.finish() }
       try await withThrowingTaskGroup(of: Output.self) { pool in
         var busy = 0
-        for await input in source {
+        for try await input in source {
           if busy == workers {
             // Wait for a free worker: that is the pipeline's backpressure on the source.
             if let output = try await pool.next() { resultSink.yield(output) }

@@ -10,12 +10,42 @@ private let stopHint =
   "the pipeline kept going after a stage failed or its task was cancelled; run the stages "
   + "as child tasks of one task group, so that an error cancels the others"
 
+private let onceHint =
+  "each element must be transformed exactly once; read the source in one place, since a "
+  + "sequence that several tasks iterate may give each of them every element"
+
 /// A source that has already been fed `elements` and finished.
 private func finishedSource(_ elements: some Sequence<Int>) -> AsyncStream<Int> {
   let (source, feed) = AsyncStream.makeStream(of: Int.self)
   for element in elements { feed.yield(element) }
   feed.finish()
   return source
+}
+
+/// A source that starts over for every iterator, as many AsyncSequences do (an array's
+/// elements, the lines of a file): read it from two tasks and each gets every element.
+private struct Numbers: AsyncSequence, Sendable {
+  let range: ClosedRange<Int>
+
+  init(_ range: ClosedRange<Int>) {
+    self.range = range
+  }
+
+  struct AsyncIterator: AsyncIteratorProtocol {
+    var upcoming: Int
+    let last: Int
+
+    mutating func next() async -> Int? {
+      guard upcoming <= last else { return nil }
+      await Task.yield()
+      defer { upcoming += 1 }
+      return upcoming
+    }
+  }
+
+  func makeAsyncIterator() -> AsyncIterator {
+    AsyncIterator(upcoming: range.lowerBound, last: range.upperBound)
+  }
 }
 
 /// A source that yields 1, 2, 3… every few milliseconds and is never finished: only a
@@ -75,12 +105,14 @@ struct PipelinesTests {
 
     try await withDeadline(.seconds(2), "runPipeline(…)", hint: endHint) {
       try await runPipeline(
-        source: finishedSource(1...60), workers: workers, transform: activity.timesTen(),
+        source: Numbers(1...60), workers: workers, transform: activity.timesTen(),
         consume: activity.record)
     }
 
+    #expect(
+      activity.transforms.value.started == 60,
+      Comment(rawValue: onceHint))
     #expect(activity.consumed.value.sorted() == (1...60).map { $0 * 10 })
-    #expect(activity.transforms.value.started == 60, "each element is transformed exactly once")
   }
 
   @Test("With one worker, results keep the source's order")
@@ -89,7 +121,7 @@ struct PipelinesTests {
 
     try await withDeadline(.seconds(2), "runPipeline(…)", hint: endHint) {
       try await runPipeline(
-        source: finishedSource(1...30), workers: 1, transform: activity.timesTen(),
+        source: Numbers(1...30), workers: 1, transform: activity.timesTen(),
         consume: activity.record)
     }
 
