@@ -195,275 +195,288 @@ struct BuildAChannelTests {
     #expect(try await drain(channel) == [1])
   }
 
-  // MARK: Cancellation
+  /// The tests in which a wrong answer can resume a continuation twice, which stops the
+  /// test process. They run one at a time, so that a crash names a single test.
+  @Suite("Cancellation, and many tasks at once", .serialized)
+  struct OneAtATime {
+    // MARK: Cancellation
 
-  @Test(
-    "A cancelled waiting receiver throws CancellationError at once and takes nothing",
-    arguments: [0, 2])
-  func cancelWaitingReceiver(capacity: Int) async throws {
-    let channel = Channel<Int>(capacity: capacity)
-    let cancelled = Started { try await channel.receive() }
-    try await expectStillWaiting(cancelled, "receive() returned from an empty channel")
-
-    cancelled.cancel()
-
-    let result = try await cancelled.result("a cancelled receive()", hint: cancelHint)
-    #expect(throws: CancellationError.self) { try result.get() }
-
-    // The element sent next must reach the next receiver, not the cancelled one.
-    let receiving = Started { try await channel.receive() }
-    try await withDeadline(.seconds(2), "send(_:) after a receiver was cancelled", hint: sendHint) {
-      try await channel.send(7)
-    }
-    #expect(
-      try await receiving.value("the receive() after the cancelled one", hint: receiveHint) == 7,
-      "the cancelled receiver took the element")
-  }
-
-  @Test(
-    "A cancelled waiting sender throws CancellationError at once; its element is not sent",
-    arguments: [0, 1])
-  func cancelWaitingSender(capacity: Int) async throws {
-    let channel = Channel<Int>(capacity: capacity)
-    if capacity == 1 { try await channel.send(1) }
-    let cancelled = Started { try await channel.send(2) }
-    try await expectStillWaiting(cancelled, "send(_:) returned into a full channel")
-
-    cancelled.cancel()
-
-    let result = try await cancelled.result("a cancelled send(_:)", hint: cancelHint)
-    #expect(throws: CancellationError.self) { try result.get() }
-    channel.close()
-    #expect(
-      try await drain(channel) == (capacity == 1 ? [1] : []),
-      "the element of a cancelled send was received")
-  }
-
-  @Test("Cancelling one of several waiting senders keeps the others in their order")
-  func cancelMiddleSender() async throws {
-    let channel = Channel<Int>(capacity: 0)
-    var senders: [Started<Void>] = []
-    for element in 1...3 {
-      senders.append(Started { try await channel.send(element) })
-      try await expectStillWaiting(senders.last!, "send(_:) returned with nobody receiving")
-    }
-
-    senders[1].cancel()
-    let result = try await senders[1].result("a cancelled send(_:)", hint: cancelHint)
-
-    #expect(throws: CancellationError.self) { try result.get() }
-    var received: [Int?] = []
-    for _ in 0..<2 {
-      received.append(
-        try await withDeadline(.seconds(2), "receive()", hint: receiveHint) {
-          try await channel.receive()
-        })
-    }
-    #expect(received == [1, 3])
-    try await senders[0].value("the first send(_:)", hint: sendHint)
-    try await senders[2].value("the third send(_:)", hint: sendHint)
-  }
-
-  @Test("A task that is already cancelled does not wait in send or receive")
-  func alreadyCancelled() async throws {
-    let channel = Channel<Int>(capacity: 0)
-    let receiving = Started {
-      withUnsafeCurrentTask { $0?.cancel() }
-      return try await channel.receive()
-    }
-    let sending = Started {
-      withUnsafeCurrentTask { $0?.cancel() }
-      try await channel.send(1)
-    }
-
-    let received = try await receiving.result(
-      "receive() in a cancelled task", hint: alreadyCancelledHint)
-    let sent = try await sending.result("send(_:) in a cancelled task", hint: alreadyCancelledHint)
-
-    #expect(throws: CancellationError.self) { try received.get() }
-    #expect(throws: CancellationError.self) { try sent.get() }
-  }
-
-  @Test(
-    "A sender cancelled as a receiver arrives: its element is received once if send returned, never if it threw",
-    arguments: [0, 1])
-  func cancelSenderRacingHandOff(capacity: Int) async throws {
-    for round in 1...150 {
+    @Test(
+      "A cancelled waiting receiver throws CancellationError at once and takes nothing",
+      arguments: [0, 2])
+    func cancelWaitingReceiver(capacity: Int) async throws {
       let channel = Channel<Int>(capacity: capacity)
-      if capacity == 1 { try await channel.send(0) }
-      let sending = Started { try await channel.send(round) }
-      if round % 2 == 0 { await Task.yield() }
-      let receiving = Started { try await channel.receive() }
-      sending.cancel()
+      let cancelled = Started { try await channel.receive() }
+      try await expectStillWaiting(cancelled, "receive() returned from an empty channel")
 
-      let sent = try await sending.result(
-        "a send(_:) cancelled during a hand-off", hint: cancelHint)
-      // If the send was cancelled first, the receiver still waits: closing ends it.
+      cancelled.cancel()
+
+      let result = try await cancelled.result("a cancelled receive()", hint: cancelHint)
+      #expect(throws: CancellationError.self) { try result.get() }
+
+      // The element sent next must reach the next receiver, not the cancelled one.
+      let receiving = Started { try await channel.receive() }
+      try await withDeadline(.seconds(2), "send(_:) after a receiver was cancelled", hint: sendHint)
+      {
+        try await channel.send(7)
+      }
+      #expect(
+        try await receiving.value("the receive() after the cancelled one", hint: receiveHint) == 7,
+        "the cancelled receiver took the element")
+    }
+
+    @Test(
+      "A cancelled waiting sender throws CancellationError at once; its element is not sent",
+      arguments: [0, 1])
+    func cancelWaitingSender(capacity: Int) async throws {
+      let channel = Channel<Int>(capacity: capacity)
+      if capacity == 1 { try await channel.send(1) }
+      let cancelled = Started { try await channel.send(2) }
+      try await expectStillWaiting(cancelled, "send(_:) returned into a full channel")
+
+      cancelled.cancel()
+
+      let result = try await cancelled.result("a cancelled send(_:)", hint: cancelHint)
+      #expect(throws: CancellationError.self) { try result.get() }
       channel.close()
-      let first = try await receiving.value("receive()", hint: closeHint)
-      let everything = [first].compactMap { $0 } + (try await drain(channel))
-
-      let copies = everything.filter { $0 == round }.count
-      switch sent {
-      case .success:
-        #expect(copies == 1, "round \(round): send returned, so its element must arrive once")
-      case .failure(let error):
-        #expect(error is CancellationError, "round \(round): send threw \(error)")
-        #expect(copies == 0, "round \(round): send threw, yet its element was received")
-      }
-      if capacity == 1 { #expect(everything.first == 0, "round \(round): lost the buffered 0") }
+      #expect(
+        try await drain(channel) == (capacity == 1 ? [1] : []),
+        "the element of a cancelled send was received")
     }
-  }
 
-  @Test(
-    "A receiver cancelled as a sender arrives: it takes the element or nothing, and nothing is lost"
-  )
-  func cancelReceiverRacingHandOff() async throws {
-    for round in 1...150 {
+    @Test("Cancelling one of several waiting senders keeps the others in their order")
+    func cancelMiddleSender() async throws {
       let channel = Channel<Int>(capacity: 0)
-      let receiving = Started { try await channel.receive() }
-      if round % 2 == 0 { await Task.yield() }
-      let sending = Started { try await channel.send(round) }
-      receiving.cancel()
-
-      let taken = try await receiving.result(
-        "a receive() cancelled during a hand-off", hint: cancelHint)
-      switch taken {
-      case .success(let element):
-        #expect(element == round, "round \(round): the receiver got \(String(describing: element))")
-        try await sending.value("send(_:) whose element was taken", hint: sendHint)
-      case .failure(let error):
-        #expect(error is CancellationError, "round \(round): receive threw \(error)")
-        // The element is still the sender's: the next receiver must get it.
-        let next = try await withDeadline(.seconds(2), "the next receive()", hint: receiveHint) {
-          try await channel.receive()
-        }
-        #expect(next == round, "round \(round): the cancelled receiver lost the element")
-        try await sending.value("send(_:) to the next receiver", hint: sendHint)
-      }
-    }
-  }
-
-  // MARK: Many at once
-
-  @Test(
-    "Many producers and consumers: every element exactly once, in each producer's order",
-    arguments: [0, 1, 16])
-  func manyProducersAndConsumers(capacity: Int) async throws {
-    let producers = 8
-    let consumers = 6
-    let perProducer = 250
-    let sent = (0..<producers).flatMap { producer in
-      (0..<perProducer).map { producer * 10_000 + $0 }
-    }
-
-    for round in 1...5 {
-      let channel = Channel<Int>(capacity: capacity)
-      let received = try await withDeadline(
-        .seconds(5), "round \(round) of \(producers) producers and \(consumers) consumers",
-        hint: "some send or receive was never resumed; look for a path that suspends without "
-          + "storing its continuation, or takes one out without resuming it"
-      ) {
-        let producing = Task {
-          try await withThrowingTaskGroup(of: Void.self) { group in
-            for producer in 0..<producers {
-              group.addTask {
-                for index in 0..<perProducer { try await channel.send(producer * 10_000 + index) }
-              }
-            }
-            try await group.waitForAll()
-          }
-          channel.close()
-        }
-        let received = try await withThrowingTaskGroup(of: [Int].self) { group in
-          for _ in 0..<consumers {
-            group.addTask {
-              var received: [Int] = []
-              for try await element in channel { received.append(element) }
-              return received
-            }
-          }
-          return try await group.reduce(into: []) { $0.append($1) }
-        }
-        try await producing.value
-        return received
+      var senders: [Started<Void>] = []
+      for element in 1...3 {
+        senders.append(Started { try await channel.send(element) })
+        try await expectStillWaiting(senders.last!, "send(_:) returned with nobody receiving")
       }
 
-      for (consumer, elements) in received.enumerated() {
-        for producer in 0..<producers {
-          #expect(
-            isIncreasing(elements.filter { $0 / 10_000 == producer }),
-            "round \(round): consumer \(consumer) got producer \(producer)'s elements out of order")
-        }
+      senders[1].cancel()
+      let result = try await senders[1].result("a cancelled send(_:)", hint: cancelHint)
+
+      #expect(throws: CancellationError.self) { try result.get() }
+      var received: [Int?] = []
+      for _ in 0..<2 {
+        received.append(
+          try await withDeadline(.seconds(2), "receive()", hint: receiveHint) {
+            try await channel.receive()
+          })
       }
-      let everything = received.flatMap { $0 }
-      #expect(
-        everything.count == sent.count,
-        "round \(round): sent \(sent.count), received \(everything.count)")
-      #expect(
-        everything.sorted() == sent, "round \(round): the elements received differ from those sent")
+      #expect(received == [1, 3])
+      try await senders[0].value("the first send(_:)", hint: sendHint)
+      try await senders[2].value("the third send(_:)", hint: sendHint)
     }
-  }
 
-  @Test(
-    "Cancelling senders and receivers at random loses and duplicates nothing",
-    arguments: [0, 4])
-  func randomCancellation(capacity: Int) async throws {
-    let producers = 6
-    let consumers = 6
-    let perProducer = 200
+    @Test("A task that is already cancelled does not wait in send or receive")
+    func alreadyCancelled() async throws {
+      // Two channels, so that the two calls cannot meet each other.
+      let empty = Channel<Int>(capacity: 0)
+      let full = Channel<Int>(capacity: 0)
+      let receiving = Started {
+        withUnsafeCurrentTask { $0?.cancel() }
+        return try await empty.receive()
+      }
+      let sending = Started {
+        withUnsafeCurrentTask { $0?.cancel() }
+        try await full.send(1)
+      }
 
-    for round in 1...5 {
-      let channel = Channel<Int>(capacity: capacity)
-      let delivered = Shared<[Int]>([])
-      let consumed = (0..<consumers).map { _ in Shared<[Int]>([]) }
+      let received = try await receiving.result(
+        "receive() in a cancelled task", hint: alreadyCancelledHint)
+      let sent = try await sending.result(
+        "send(_:) in a cancelled task", hint: alreadyCancelledHint)
 
-      try await withDeadline(
-        .seconds(5), "round \(round) with cancellations",
-        hint: "a cancelled send or receive was never resumed, or a waiter was left in a queue"
-      ) {
-        let sending = (0..<producers).map { producer in
-          Task {
-            for index in 0..<perProducer {
-              do {
-                try await channel.send(producer * 10_000 + index)
-                delivered.update { $0.append(producer * 10_000 + index) }
-              } catch {
-                return
-              }
-            }
-          }
-        }
-        let receiving = (0..<consumers).map { consumer in
-          Task {
-            for try await element in channel { consumed[consumer].update { $0.append(element) } }
-          }
-        }
-        // Every other producer and consumer is cancelled at some point while they work;
-        // consumer 0 and 1 never are, so somebody drains the channel.
-        for index in stride(from: 1, to: producers, by: 2) {
-          try await Task.sleep(for: .milliseconds(Int.random(in: 0...3)))
-          sending[index].cancel()
-          if index + 1 < consumers { receiving[index + 1].cancel() }
-        }
-        for task in sending { await task.value }
+      #expect(throws: CancellationError.self) { try received.get() }
+      #expect(throws: CancellationError.self) { try sent.get() }
+    }
+
+    @Test(
+      "A sender cancelled as a receiver arrives: its element is received once if send returned, never if it threw",
+      arguments: [0, 1])
+    func cancelSenderRacingHandOff(capacity: Int) async throws {
+      for round in 1...150 {
+        let channel = Channel<Int>(capacity: capacity)
+        if capacity == 1 { try await channel.send(0) }
+        let sending = Started { try await channel.send(round) }
+        if round % 2 == 0 { await Task.yield() }
+        let receiving = Started { try await channel.receive() }
+        sending.cancel()
+
+        let sent = try await sending.result(
+          "a send(_:) cancelled during a hand-off", hint: cancelHint)
+        // If the send was cancelled first, the receiver still waits: closing ends it.
         channel.close()
-        for task in receiving { _ = await task.result }
+        let first = try await receiving.value("receive()", hint: closeHint)
+        let everything = [first].compactMap { $0 } + (try await drain(channel))
+
+        let copies = everything.filter { $0 == round }.count
+        switch sent {
+        case .success:
+          #expect(copies == 1, "round \(round): send returned, so its element must arrive once")
+        case .failure(let error):
+          #expect(error is CancellationError, "round \(round): send threw \(error)")
+          #expect(copies == 0, "round \(round): send threw, yet its element was received")
+        }
+        if capacity == 1 { #expect(everything.first == 0, "round \(round): lost the buffered 0") }
+      }
+    }
+
+    @Test(
+      "A receiver cancelled as a sender arrives: it takes the element or nothing, and nothing is lost"
+    )
+    func cancelReceiverRacingHandOff() async throws {
+      for round in 1...150 {
+        let channel = Channel<Int>(capacity: 0)
+        let receiving = Started { try await channel.receive() }
+        if round % 2 == 0 { await Task.yield() }
+        let sending = Started { try await channel.send(round) }
+        receiving.cancel()
+
+        let taken = try await receiving.result(
+          "a receive() cancelled during a hand-off", hint: cancelHint)
+        switch taken {
+        case .success(let element):
+          #expect(
+            element == round, "round \(round): the receiver got \(String(describing: element))")
+          try await sending.value("send(_:) whose element was taken", hint: sendHint)
+        case .failure(let error):
+          #expect(error is CancellationError, "round \(round): receive threw \(error)")
+          // The element is still the sender's: the next receiver must get it.
+          let next = try await withDeadline(.seconds(2), "the next receive()", hint: receiveHint) {
+            try await channel.receive()
+          }
+          #expect(next == round, "round \(round): the cancelled receiver lost the element")
+          try await sending.value("send(_:) to the next receiver", hint: sendHint)
+        }
+      }
+    }
+
+    // MARK: Many at once
+
+    @Test(
+      "Many producers and consumers: every element exactly once, in each producer's order",
+      arguments: [0, 1, 16])
+    func manyProducersAndConsumers(capacity: Int) async throws {
+      let producers = 8
+      let consumers = 6
+      let perProducer = 250
+      let sent = (0..<producers).flatMap { producer in
+        (0..<perProducer).map { producer * 10_000 + $0 }
       }
 
-      let received = consumed.flatMap(\.value)
-      let sent = delivered.value
-      #expect(
-        received.count == sent.count,
-        "round \(round): \(sent.count) sends returned, \(received.count) elements received")
-      #expect(
-        received.sorted() == sent.sorted(),
-        "round \(round): received elements differ from those whose send returned")
-      for (consumer, elements) in consumed.enumerated() {
-        for producer in 0..<producers {
-          #expect(
-            isIncreasing(elements.value.filter { $0 / 10_000 == producer }),
-            "round \(round): consumer \(consumer) got producer \(producer)'s elements out of order")
+      for round in 1...5 {
+        let channel = Channel<Int>(capacity: capacity)
+        let received = try await withDeadline(
+          .seconds(5), "round \(round) of \(producers) producers and \(consumers) consumers",
+          hint: "some send or receive was never resumed; look for a path that suspends without "
+            + "storing its continuation, or takes one out without resuming it"
+        ) {
+          let producing = Task {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+              for producer in 0..<producers {
+                group.addTask {
+                  for index in 0..<perProducer { try await channel.send(producer * 10_000 + index) }
+                }
+              }
+              try await group.waitForAll()
+            }
+            channel.close()
+          }
+          let received = try await withThrowingTaskGroup(of: [Int].self) { group in
+            for _ in 0..<consumers {
+              group.addTask {
+                var received: [Int] = []
+                for try await element in channel { received.append(element) }
+                return received
+              }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+          }
+          try await producing.value
+          return received
+        }
+
+        for (consumer, elements) in received.enumerated() {
+          for producer in 0..<producers {
+            #expect(
+              isIncreasing(elements.filter { $0 / 10_000 == producer }),
+              "round \(round): consumer \(consumer) got producer \(producer)'s elements out of order"
+            )
+          }
+        }
+        let everything = received.flatMap { $0 }
+        #expect(
+          everything.count == sent.count,
+          "round \(round): sent \(sent.count), received \(everything.count)")
+        #expect(
+          everything.sorted() == sent,
+          "round \(round): the elements received differ from those sent")
+      }
+    }
+
+    @Test(
+      "Cancelling senders and receivers at random loses and duplicates nothing",
+      arguments: [0, 4])
+    func randomCancellation(capacity: Int) async throws {
+      let producers = 6
+      let consumers = 6
+      let perProducer = 200
+
+      for round in 1...5 {
+        let channel = Channel<Int>(capacity: capacity)
+        let delivered = Shared<[Int]>([])
+        let consumed = (0..<consumers).map { _ in Shared<[Int]>([]) }
+
+        try await withDeadline(
+          .seconds(5), "round \(round) with cancellations",
+          hint: "a cancelled send or receive was never resumed, or a waiter was left in a queue"
+        ) {
+          let sending = (0..<producers).map { producer in
+            Task {
+              for index in 0..<perProducer {
+                do {
+                  try await channel.send(producer * 10_000 + index)
+                  delivered.update { $0.append(producer * 10_000 + index) }
+                } catch {
+                  return
+                }
+              }
+            }
+          }
+          let receiving = (0..<consumers).map { consumer in
+            Task {
+              for try await element in channel { consumed[consumer].update { $0.append(element) } }
+            }
+          }
+          // Every other producer and consumer is cancelled at some point while they work;
+          // consumer 0 and 1 never are, so somebody drains the channel.
+          for index in stride(from: 1, to: producers, by: 2) {
+            try await Task.sleep(for: .milliseconds(Int.random(in: 0...3)))
+            sending[index].cancel()
+            if index + 1 < consumers { receiving[index + 1].cancel() }
+          }
+          for task in sending { await task.value }
+          channel.close()
+          for task in receiving { _ = await task.result }
+        }
+
+        let received = consumed.flatMap(\.value)
+        let sent = delivered.value
+        #expect(
+          received.count == sent.count,
+          "round \(round): \(sent.count) sends returned, \(received.count) elements received")
+        #expect(
+          received.sorted() == sent.sorted(),
+          "round \(round): received elements differ from those whose send returned")
+        for (consumer, elements) in consumed.enumerated() {
+          for producer in 0..<producers {
+            #expect(
+              isIncreasing(elements.value.filter { $0 / 10_000 == producer }),
+              "round \(round): consumer \(consumer) got producer \(producer)'s elements out of order"
+            )
+          }
         }
       }
     }

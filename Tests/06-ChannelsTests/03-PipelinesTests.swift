@@ -82,12 +82,20 @@ private final class Activity: Sendable {
     transforms.update { $0.running -= 1 }
   }
 
-  /// A transform that takes a little while (`delay`) and multiplies by ten.
-  func timesTen(delay: Duration = .milliseconds(1)) -> @Sendable (Int) async throws -> Int {
+  /// A transform that takes a little while (`delay`) and multiplies by ten. Unless it
+  /// `stopsWhenCancelled`, it finishes its work even in a cancelled task, as CPU-bound work
+  /// does: then only the pipeline itself can report the cancellation.
+  func timesTen(
+    delay: Duration = .milliseconds(1), stopsWhenCancelled: Bool = true
+  ) -> @Sendable (Int) async throws -> Int {
     { [self] element in
       transformStarted()
       defer { transformEnded() }
-      try await Task.sleep(for: delay)
+      if stopsWhenCancelled {
+        try await Task.sleep(for: delay)
+      } else {
+        try? await Task.sleep(for: delay)
+      }
       return element * 10
     }
   }
@@ -245,7 +253,8 @@ struct PipelinesTests {
     let activity = Activity()
     let running = Started {
       try await runPipeline(
-        source: endlessSource(), workers: 3, transform: activity.timesTen(delay: .milliseconds(5)),
+        source: endlessSource(), workers: 3,
+        transform: activity.timesTen(delay: .milliseconds(5), stopsWhenCancelled: false),
         consume: activity.record)
     }
     _ = await eventually { activity.consumed.value.count >= 3 || running.isFinished }
