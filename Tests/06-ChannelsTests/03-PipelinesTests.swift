@@ -117,7 +117,7 @@ struct PipelinesTests {
         consume: activity.record)
     }
 
-    #expect(
+    try #require(
       activity.transforms.value.started == 60,
       Comment(rawValue: onceHint))
     #expect(activity.consumed.value.sorted() == (1...60).map { $0 * 10 })
