@@ -31,6 +31,16 @@ private func drain(_ channel: Channel<Int>) async throws -> [Int] {
   return received
 }
 
+/// Sends `element` into a channel that has room for it, within the deadline.
+private func fill(_ channel: Channel<Int>, with element: Int) async throws {
+  try await withDeadline(
+    .seconds(2), "send(_:) into a channel with room",
+    hint: "a send must not wait while fewer than `capacity` elements are buffered"
+  ) {
+    try await channel.send(element)
+  }
+}
+
 @Suite("6.2 Build a channel")
 struct BuildAChannelTests {
   // MARK: Rendezvous and buffering
@@ -67,14 +77,7 @@ struct BuildAChannelTests {
     arguments: [1, 3])
   func bufferedSendWaitsWhenFull(capacity: Int) async throws {
     let channel = Channel<Int>(capacity: capacity)
-    for element in 1...capacity {
-      try await withDeadline(
-        .seconds(2), "send(_:) into a channel with room",
-        hint: "a send must not wait while fewer than `capacity` elements are buffered"
-      ) {
-        try await channel.send(element)
-      }
-    }
+    for element in 1...capacity { try await fill(channel, with: element) }
     let sending = Started { try await channel.send(capacity + 1) }
     try await expectStillWaiting(
       sending, "send(_:) returned although the buffer already held `capacity` elements")
@@ -110,7 +113,7 @@ struct BuildAChannelTests {
   @Test("Senders that wait are served in the order they started waiting", arguments: [0, 1])
   func waitingSendersInOrder(capacity: Int) async throws {
     let channel = Channel<Int>(capacity: capacity)
-    if capacity == 1 { try await channel.send(0) }
+    if capacity == 1 { try await fill(channel, with: 0) }
     var senders: [Started<Void>] = []
     for element in 1...3 {
       senders.append(Started { try await channel.send(element) })
@@ -134,11 +137,7 @@ struct BuildAChannelTests {
   @Test("After close(), receivers get every buffered element, then nil")
   func closeDrainsThenEnds() async throws {
     let channel = Channel<Int>(capacity: 3)
-    for element in 1...3 {
-      try await withDeadline(.seconds(2), "send(_:) into a channel with room", hint: sendHint) {
-        try await channel.send(element)
-      }
-    }
+    for element in 1...3 { try await fill(channel, with: element) }
 
     channel.close()
 
@@ -169,7 +168,7 @@ struct BuildAChannelTests {
     arguments: [0, 1])
   func closeFailsWaitingSenders(capacity: Int) async throws {
     let channel = Channel<Int>(capacity: capacity)
-    if capacity == 1 { try await channel.send(1) }
+    if capacity == 1 { try await fill(channel, with: 1) }
     let sending = Started { try await channel.send(2) }
     try await expectStillWaiting(sending, "send(_:) returned into a full channel")
 
@@ -183,7 +182,7 @@ struct BuildAChannelTests {
   @Test("A send after close() throws ChannelClosedError and sends nothing")
   func sendAfterClose() async throws {
     let channel = Channel<Int>(capacity: 2)
-    try await channel.send(1)
+    try await fill(channel, with: 1)
     channel.close()
     channel.close()  // a second close changes nothing
 
@@ -230,7 +229,7 @@ struct BuildAChannelTests {
       arguments: [0, 1])
     func cancelWaitingSender(capacity: Int) async throws {
       let channel = Channel<Int>(capacity: capacity)
-      if capacity == 1 { try await channel.send(1) }
+      if capacity == 1 { try await fill(channel, with: 1) }
       let cancelled = Started { try await channel.send(2) }
       try await expectStillWaiting(cancelled, "send(_:) returned into a full channel")
 
@@ -298,7 +297,7 @@ struct BuildAChannelTests {
     func cancelSenderRacingHandOff(capacity: Int) async throws {
       for round in 1...150 {
         let channel = Channel<Int>(capacity: capacity)
-        if capacity == 1 { try await channel.send(0) }
+        if capacity == 1 { try await fill(channel, with: 0) }
         let sending = Started { try await channel.send(round) }
         if round % 2 == 0 { await Task.yield() }
         let receiving = Started { try await channel.receive() }
