@@ -8,6 +8,9 @@ import Synchronization
 //
 // Both kinds keep a fast sender from ever waiting for a slow receiver. They differ in what
 // the receiver sees when it falls behind.
+//
+// The channel below is given, except for one rule: what `send` does with an element, in
+// `NonBlockingState.send(_:)`. That rule is all that tells the two kinds apart.
 
 /// What a ``NonBlockingChannel`` does with elements nobody has received yet.
 enum BufferKind: Sendable {
