@@ -24,7 +24,6 @@ let chapters: [(folder: String, module: String)] = [
   ("01-Callbacks", "Callbacks"),
   ("02-Delegates", "Delegates"),
   ("03-ExactlyOnce", "ExactlyOnce"),
-  ("04-Streams", "Streams"),
   ("05-Futures", "Futures"),
   ("06-Channels", "Channels"),
 ]
