@@ -2,6 +2,7 @@ import CoroutineKit
 import Foundation
 import LegacyKit
 import Synchronization
+import WorkbookTesting
 
 /// A legacy future completed with `result` the way `script` says: synchronously (so it is
 /// complete before anyone awaits it), soon or later from another thread, twice (the second
@@ -14,34 +15,6 @@ func scriptedFuture<Value>(
   let promise = CoPromise<Value>()
   script.deliver { promise.complete(with: result) }
   return promise
-}
-
-/// Mutable state shared between a test, the fakes it calls and the threads it starts.
-final class Locked<State: Sendable>: Sendable {
-  private let mutex: Mutex<State>
-
-  init(_ state: State) { mutex = Mutex(state) }
-
-  var value: State { mutex.withLock { $0 } }
-
-  @discardableResult
-  func withLock<Result: Sendable>(_ body: (inout State) -> Result) -> Result {
-    mutex.withLock { body(&$0) }
-  }
-}
-
-/// Waits until `condition` holds, checking every 5 ms for at most `limit`, and says whether
-/// it did.
-func eventually(
-  within limit: Duration = .seconds(2), _ condition: () -> Bool
-) async -> Bool {
-  let clock = ContinuousClock()
-  let deadline = clock.now.advanced(by: limit)
-  while !condition() {
-    guard clock.now < deadline else { return false }
-    try? await Task.sleep(for: .milliseconds(5))
-  }
-  return true
 }
 
 /// Proves that some requests ran at the same time, without measuring how long anything took.

@@ -94,14 +94,14 @@ struct BridgeAChannelTests {
       channel.cancel()
     }
 
-    let received = Shared<[Int]>([])
+    let received = Locked<[Int]>([])
     await #expect(throws: CoChannelError.cancelled) {
       try await withDeadline(
         .seconds(2), "for try await over channel.elements()",
         hint: "when awaitReceive() throws CoChannelError.cancelled, finish the stream with "
           + "that error"
       ) {
-        for try await element in channel.elements() { received.update { $0.append(element) } }
+        for try await element in channel.elements() { received.withLock { $0.append(element) } }
       }
     }
     #expect(received.value == [1, 2])
@@ -162,9 +162,9 @@ struct BridgeAChannelTests {
   func taskCancellationReleasesTheProducer() async throws {
     let channel = CoChannel<Int>(capacity: 1)
     let producer = produceForever(into: channel)
-    let received = Shared<[Int]>([])
+    let received = Locked<[Int]>([])
     let consuming = Started {
-      for try await element in channel.elements() { received.update { $0.append(element) } }
+      for try await element in channel.elements() { received.withLock { $0.append(element) } }
     }
     // Wait for a few elements (or for the consumer to end early, which is a failure too).
     _ = await eventually { received.value.count >= 3 || consuming.isFinished }

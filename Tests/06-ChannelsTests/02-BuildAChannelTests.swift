@@ -425,8 +425,8 @@ struct BuildAChannelTests {
 
       for round in 1...5 {
         let channel = Channel<Int>(capacity: capacity)
-        let delivered = Shared<[Int]>([])
-        let consumed = (0..<consumers).map { _ in Shared<[Int]>([]) }
+        let delivered = Locked<[Int]>([])
+        let consumed = (0..<consumers).map { _ in Locked<[Int]>([]) }
 
         try await withDeadline(
           .seconds(5), "round \(round) with cancellations",
@@ -437,7 +437,7 @@ struct BuildAChannelTests {
               for index in 0..<perProducer {
                 do {
                   try await channel.send(producer * 10_000 + index)
-                  delivered.update { $0.append(producer * 10_000 + index) }
+                  delivered.withLock { $0.append(producer * 10_000 + index) }
                 } catch {
                   return
                 }
@@ -446,7 +446,9 @@ struct BuildAChannelTests {
           }
           let receiving = (0..<consumers).map { consumer in
             Task {
-              for try await element in channel { consumed[consumer].update { $0.append(element) } }
+              for try await element in channel {
+                consumed[consumer].withLock { $0.append(element) }
+              }
             }
           }
           // Every other producer and consumer is cancelled at some point while they work;

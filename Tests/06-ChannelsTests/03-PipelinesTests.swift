@@ -67,11 +67,11 @@ private func endlessSource() -> AsyncStream<Int> {
 /// What the transforms and the consumer did, recorded from every task.
 private final class Activity: Sendable {
   /// Transforms running now, the most that ever ran at once, and how many started.
-  let transforms = Shared((running: 0, most: 0, started: 0))
-  let consumed = Shared<[Int]>([])
+  let transforms = Locked((running: 0, most: 0, started: 0))
+  let consumed = Locked<[Int]>([])
 
   func transformStarted() {
-    transforms.update {
+    transforms.withLock {
       $0.running += 1
       $0.started += 1
       $0.most = max($0.most, $0.running)
@@ -79,7 +79,7 @@ private final class Activity: Sendable {
   }
 
   func transformEnded() {
-    transforms.update { $0.running -= 1 }
+    transforms.withLock { $0.running -= 1 }
   }
 
   /// A transform that takes a little while (`delay`) and multiplies by ten. Unless it
@@ -101,7 +101,7 @@ private final class Activity: Sendable {
   }
 
   func record(_ result: Int) async throws {
-    consumed.update { $0.append(result) }
+    consumed.withLock { $0.append(result) }
   }
 }
 

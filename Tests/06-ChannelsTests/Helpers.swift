@@ -1,34 +1,17 @@
 import CoroutineKit
-import Synchronization
 import Testing
 import WorkbookTesting
-
-/// State that a test shares with the tasks and threads it starts.
-final class Shared<Value: Sendable>: Sendable {
-  private let state: Mutex<Value>
-
-  init(_ value: Value) {
-    state = Mutex(value)
-  }
-
-  var value: Value { state.withLock { $0 } }
-
-  @discardableResult
-  func update<Result: Sendable>(_ body: (inout Value) -> Result) -> Result {
-    state.withLock { body(&$0) }
-  }
-}
 
 /// A task the test starts and looks at later: still running, or finished, and how.
 final class Started<Success: Sendable>: Sendable {
   let task: Task<Success, any Error>
-  private let finished: Shared<Bool>
+  private let finished: Locked<Bool>
 
   init(_ operation: @escaping @Sendable () async throws -> Success) {
-    let finished = Shared(false)
+    let finished = Locked(false)
     self.finished = finished
     task = Task {
-      defer { finished.update { $0 = true } }
+      defer { finished.withLock { $0 = true } }
       return try await operation()
     }
   }
@@ -65,20 +48,6 @@ func expectStillWaiting<Success>(
   try await Task.sleep(for: .milliseconds(100))
   let stillWaiting = !started.isFinished
   #expect(stillWaiting, comment, sourceLocation: sourceLocation)
-}
-
-/// Waits until `condition` holds, checking every 5 ms for at most `limit`, and says whether
-/// it did.
-func eventually(
-  within limit: Duration = .seconds(2), _ condition: () -> Bool
-) async -> Bool {
-  let clock = ContinuousClock()
-  let deadline = clock.now.advanced(by: limit)
-  while !condition() {
-    guard clock.now < deadline else { return false }
-    try? await Task.sleep(for: .milliseconds(5))
-  }
-  return true
 }
 
 /// The result of a coroutine's future, waiting at most `limit` for it.
