@@ -10,14 +10,14 @@ MAKEFLAGS += --no-print-directory
 RUNNER_SOURCES := Runner/Package.swift $(shell find Runner/Sources -name '*.swift' 2>/dev/null)
 WORKBOOK := Runner/.build/debug/workbook
 # swift format skips hidden folders such as .build when recursing.
-LINT_PATHS := $(wildcard Package.swift Support Chapters Solutions Tests Runner)
+LINT_PATHS := $(wildcard Package.swift Support Chapters Solutions Tests Runner Benchmarks)
 
 # Optional selections: make check CHAPTER=1, make check EXERCISE=1.3, make hint EXERCISE=1.3
 CHAPTER ?=
 EXERCISE ?=
 SELECT = $(if $(CHAPTER),--chapter $(CHAPTER)) $(if $(EXERCISE),--exercise $(EXERCISE))
 
-.PHONY: help check hint watch test verify fingerprint lint format docs docs-preview clean
+.PHONY: help check hint watch test verify fingerprint lint format docs docs-preview bench clean
 
 help: ## List the targets
 	@echo "Swift Concurrency workbook"
@@ -30,6 +30,7 @@ help: ## List the targets
 	@echo "  make fingerprint         record the starters' digests in workbook.json"
 	@echo "  make lint | format       swift format, checking or rewriting"
 	@echo "  make docs | docs-preview render the DocC site to docs/site | serve it locally"
+	@echo "  make bench               build the benchmarks (release) and print their tables"
 	@echo "  make clean               remove build folders (keeps your progress)"
 
 # The runner binary: rebuilt only when a runner source is newer, and quietly.
@@ -72,6 +73,14 @@ docs-preview: ## Serve the DocC site on 127.0.0.1
 	@if [ -f scripts/docs.sh ]; then bash scripts/docs.sh preview; \
 	else echo "make docs-preview: scripts/docs.sh is not here yet (it comes with the docs)" >&2; exit 1; fi
 
+# The benchmarks are a package of their own (Benchmarks/), always built in release mode.
+bench: ## Build and run the benchmarks
+	@mkdir -p Benchmarks/.build
+	@echo "building the benchmarks in release mode…" >&2
+	@swift build -c release --package-path Benchmarks > Benchmarks/.build/make-bench.log 2>&1 \
+	  || { cat Benchmarks/.build/make-bench.log; echo "make: building the benchmarks failed" >&2; exit 1; }
+	@Benchmarks/.build/release/continuation-cost
+
 clean: ## Remove build folders; .workbook/ (your progress) stays
-	@rm -rf .build .build-learner .build-solutions .build-support Runner/.build docs/site
-	@echo "removed .build, .build-learner, .build-solutions, .build-support, Runner/.build, docs/site"
+	@rm -rf .build .build-learner .build-solutions Benchmarks/.build .build-support Runner/.build docs/site
+	@echo "removed .build, .build-learner, .build-solutions, Benchmarks/.build, .build-support, Runner/.build, docs/site"

@@ -25,10 +25,10 @@ make -s lint || fail lint
 echo "lint: clean"
 
 stage "2/5 runner tests (swift test --package-path Runner)"
-swift test --package-path Runner || fail "runner tests"
+swift test --disable-xctest --package-path Runner || fail "runner tests"
 
 stage "3/5 support tests (WORKBOOK_CHAPTER=0 swift test --scratch-path .build-support)"
-WORKBOOK_CHAPTER=0 swift test --scratch-path .build-support || fail "support tests"
+WORKBOOK_CHAPTER=0 swift test --disable-xctest --scratch-path .build-support || fail "support tests"
 
 stage "4/5 docs (scripts/docs.sh build)"
 if [[ -f scripts/docs.sh ]]; then

@@ -16,7 +16,7 @@ import LegacyKit
 /// At most `capacity` samples wait unread: when the consumer falls behind, the oldest waiting
 /// sample makes room for the new one. The hub is told what became of each sample, stops when
 /// nobody listens any more, and the stream ends after its last sample.
-func samples(from hub: SensorHub, keepingNewest capacity: Int) -> AsyncStream<Sample> {
+func samples(from hub: TelemetryHub, keepingNewest capacity: Int) -> AsyncStream<Sample> {
   // TODO: Make the stream and its continuation with `AsyncStream.makeStream(of:bufferingPolicy:)`,
   // start the hub with closures that use the continuation, and turn what each `yield` returns
   // into the `SampleReceipt` the hub expects. Finish the stream when the hub is done.

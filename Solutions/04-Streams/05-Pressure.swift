@@ -16,7 +16,7 @@ import LegacyKit
 /// At most `capacity` samples wait unread: when the consumer falls behind, the oldest waiting
 /// sample makes room for the new one. The hub is told what became of each sample, stops when
 /// nobody listens any more, and the stream ends after its last sample.
-func samples(from hub: SensorHub, keepingNewest capacity: Int) -> AsyncStream<Sample> {
+func samples(from hub: TelemetryHub, keepingNewest capacity: Int) -> AsyncStream<Sample> {
   // `makeStream` hands back the stream and its continuation side by side, so the continuation
   // can go straight to legacy code (here, into the hub's closures) without living inside the
   // stream's build closure. `.bufferingNewest`: a sensor's latest samples matter most.

@@ -108,10 +108,10 @@ struct LocationUpdatesTests {
   func stopsWhenTheTaskIsCancelled(script: CallbackScript) async throws {
     // With `.never`, the receiver never gets a fix: the task waits for the first location.
     let receiver = GPSReceiver(readings: [.locations([home])], script: script)
-    let received = Recorder(0)
+    let received = Locked(0)
     let task = Task {
       for try await _ in locationUpdates(from: receiver) {
-        received.update { $0 += 1 }
+        received.withLock { $0 += 1 }
       }
     }
     defer { task.cancel() }

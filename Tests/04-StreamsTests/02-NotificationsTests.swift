@@ -87,10 +87,10 @@ struct NotificationsTests {
   func removesTheObserverWhenTheTaskIsCancelled(changesBefore: Int) async throws {
     let battery = makeBattery()
     let changes = levelChanges(of: battery)
-    let received = Recorder(0)
+    let received = Locked(0)
     let task = Task {
       for await _ in changes {
-        received.update { $0 += 1 }
+        received.withLock { $0 += 1 }
       }
     }
     defer { task.cancel() }

@@ -119,10 +119,10 @@ struct TimerTicksTests {
     let timer = TestTimer()
     defer { timer.dispose() }
     let stream = ticks(of: timer.source, every: interval)
-    let received = Recorder(0)
+    let received = Locked(0)
     let task = Task {
       for await _ in stream {
-        received.update { $0 += 1 }
+        received.withLock { $0 += 1 }
       }
     }
     defer { task.cancel() }

@@ -240,10 +240,10 @@ struct ReadingAPipeTests {
     let feed = Feed()
     let reader = feed.reader
     let stream = lines(from: reader)
-    let received = Recorder(0)
+    let received = Locked(0)
     let task = Task {
       for await _ in stream {
-        received.update { $0 += 1 }
+        received.withLock { $0 += 1 }
       }
     }
     defer { task.cancel() }

@@ -32,7 +32,7 @@ struct PressureTests {
     "Keeps the newest samples while nobody reads, and tells the hub what was kept and lost",
     arguments: scripts)
   func keepsTheNewestSamples(script: CallbackScript) async throws {
-    let hub = SensorHub(sampleCount: 10, script: script)
+    let hub = TelemetryHub(sampleCount: 10, script: script)
 
     let stream = samples(from: hub, keepingNewest: 3)
     // Nobody reads until the hub has handed over all ten samples.
@@ -62,7 +62,7 @@ struct PressureTests {
     "Ends after the hub's last sample, each sample either received or reported lost",
     arguments: scripts)
   func endsAfterTheLastSample(script: CallbackScript) async throws {
-    let hub = SensorHub(sampleCount: 20, interval: .milliseconds(5), script: script)
+    let hub = TelemetryHub(sampleCount: 20, interval: .milliseconds(5), script: script)
 
     let received = try await numbers(in: samples(from: hub, keepingNewest: 3))
     let lost = hub.lostSamples.map(\.number)
@@ -78,7 +78,7 @@ struct PressureTests {
   @Test("Stops the hub at its next sample once the loop breaks")
   func stopsTheHubWhenTheLoopBreaks() async throws {
     // A long session: ten seconds of samples.
-    let hub = SensorHub(sampleCount: 2000, interval: .milliseconds(5), script: .default)
+    let hub = TelemetryHub(sampleCount: 2000, interval: .milliseconds(5), script: .default)
 
     let received = try await withDeadline(
       .seconds(2), "the loop over samples(from:keepingNewest:)", hint: "yield each sample"
@@ -103,12 +103,12 @@ struct PressureTests {
 
   @Test("Stops the hub at its next sample once the task iterating is cancelled")
   func stopsTheHubWhenTheTaskIsCancelled() async throws {
-    let hub = SensorHub(sampleCount: 2000, interval: .milliseconds(5), script: .default)
+    let hub = TelemetryHub(sampleCount: 2000, interval: .milliseconds(5), script: .default)
     let stream = samples(from: hub, keepingNewest: 3)
-    let received = Recorder(0)
+    let received = Locked(0)
     let task = Task {
       for await _ in stream {
-        received.update { $0 += 1 }
+        received.withLock { $0 += 1 }
       }
     }
     defer { task.cancel() }
@@ -130,7 +130,7 @@ struct PressureTests {
 
   @Test("Streams from the same hub again after a session")
   func streamsAgain() async throws {
-    let hub = SensorHub(sampleCount: 5, script: .synchronously)
+    let hub = TelemetryHub(sampleCount: 5, script: .synchronously)
 
     let first = try await numbers(in: samples(from: hub, keepingNewest: 2))
     let second = try await numbers(in: samples(from: hub, keepingNewest: 5))

@@ -1,0 +1,29 @@
+/// Thrown by ``withTimeout(_:clock:operation:)`` when the limit passes before the operation
+/// finishes.
+struct TimeoutError: Error, Equatable, CustomStringConvertible {
+  /// The limit that passed.
+  var limit: Duration
+
+  var description: String { "the operation did not finish within \(limit)" }
+}
+
+/// Runs `operation` and returns its result, unless `limit` passes first: then the
+/// operation is cancelled and this throws ``TimeoutError``. Either way, nothing it started
+/// is still running when it returns.
+///
+/// - Parameters:
+///   - limit: How long the operation may take.
+///   - clock: The clock that measures `limit`; tests pass one they can watch.
+func withTimeout<Value: Sendable, C: Clock<Duration>>(
+  _ limit: Duration,
+  clock: C = ContinuousClock(),
+  operation: @escaping @Sendable () async throws -> Value
+) async throws -> Value {
+  // TODO: Race two child tasks in a throwing task group: one runs `operation`, the other
+  // sleeps on `clock` for `limit` and then throws `TimeoutError(limit:)`. The first to
+  // finish decides the outcome; cancel the other, and return only when both have ended.
+  throw Unfinished()
+}
+
+/// Thrown until the TODO above is done.
+private struct Unfinished: Error {}

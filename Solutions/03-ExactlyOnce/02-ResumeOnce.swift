@@ -1,0 +1,61 @@
+import LegacyKit
+import Synchronization
+
+// The callback way:
+//
+//     scale.measure { result in
+//       // Older firmware can get here more than once for one measurement,
+//       // sometimes from several threads at the same moment.
+//     }
+
+/// Resumes the continuation it wraps at most once: the first call wins and later calls
+/// are ignored. Any number of threads may call it at the same time.
+final class ResumeOnce<Value: Sendable, Failure: Error>: Sendable {
+  // The continuation lives in the mutex until the first call takes it out; `nil` then
+  // means "already resumed". Checking and clearing happen in one locked step, so two
+  // threads can never both see it there. (A plain `var resumed` flag would make this
+  // class non-Sendable, and marking it `@unchecked Sendable` to silence the compiler
+  // brings back exactly the race the compiler was pointing at.)
+  private let continuation: Mutex<CheckedContinuation<Value, Failure>?>
+
+  init(_ continuation: CheckedContinuation<Value, Failure>) {
+    self.continuation = Mutex(continuation)
+  }
+
+  /// Resumes the continuation with `result` unless an earlier call already did.
+  /// - Returns: Whether this call resumed it.
+  @discardableResult
+  func resume(with result: Result<Value, Failure>) -> Bool {
+    guard let continuation = continuation.withLock({ $0.take() }) else { return false }
+    // Resume outside the lock: only this thread holds the continuation now, and resuming
+    // schedules the waiting task, which is nothing to do while other threads wait.
+    continuation.resume(with: result)
+    return true
+  }
+
+  /// Resumes the continuation with `value` unless an earlier call already did.
+  @discardableResult
+  func resume(returning value: Value) -> Bool {
+    resume(with: .success(value))
+  }
+
+  /// Resumes the continuation by throwing `error` unless an earlier call already did.
+  @discardableResult
+  func resume(throwing error: Failure) -> Bool {
+    resume(with: .failure(error))
+  }
+}
+
+/// Weighs whoever stands on `scale`. The first reading the scale sends is the answer.
+func weigh(on scale: BluetoothScale) async throws -> Double {
+  try await withCheckedThrowingContinuation { continuation in
+    // One wrapper per measurement: the scale's repeats all go through it, and only the
+    // first reaches the continuation. If the scale never called back, the wrapper (and
+    // the checked continuation inside it) would be released unresumed, and the runtime
+    // would still report the leak.
+    let once = ResumeOnce(continuation)
+    scale.measure { result in
+      once.resume(with: result)
+    }
+  }
+}

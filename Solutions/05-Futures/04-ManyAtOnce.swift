@@ -1,0 +1,45 @@
+// The coroutine way: make every future first (each starts its request), then block on them
+// one by one, in order.
+//
+//     func nightlyRates(at hotels: [Hotel]) -> CoFuture<[Int]> {
+//       DispatchQueue.global().coroutineFuture {
+//         let futures = hotels.map { rates.nightlyRate(at: $0) }  // all running
+//         return try futures.map { try $0.await() }
+//       }
+//     }
+//
+// When one of them fails, the coroutine throws, and the others go on running for nobody.
+
+/// A hotel whose rate can be asked for.
+struct Hotel: Hashable, Sendable {
+  var name: String
+}
+
+/// Where nightly rates come from. Its method used to return `CoFuture<Int>`.
+protocol RateService: Sendable {
+  /// The price of one night at `hotel`, in euros.
+  func nightlyRate(at hotel: Hotel) async throws -> Int
+}
+
+/// Each hotel's nightly rate, in the order of `hotels`, all asked for at once.
+///
+/// The first failure is thrown, and the requests still running are cancelled.
+func nightlyRates(at hotels: [Hotel], using service: some RateService) async throws -> [Int] {
+  try await withThrowingTaskGroup(of: (index: Int, rate: Int).self) { group in
+    // One child task per hotel, all started before any is awaited.
+    for (index, hotel) in hotels.enumerated() {
+      group.addTask {
+        // Results arrive in the order the requests finish, so each carries its position.
+        (index, try await service.nightlyRate(at: hotel))
+      }
+    }
+    var rates = Array(repeating: 0, count: hotels.count)
+    // `for try await` takes results as they finish. The first error leaves this closure
+    // by throwing, and a task group that is left by an error cancels its remaining children
+    // and waits for them: no request outlives the call.
+    for try await (index, rate) in group {
+      rates[index] = rate
+    }
+    return rates
+  }
+}

@@ -1,0 +1,94 @@
+import Foundation
+import LegacyKit
+import Testing
+import WorkbookTesting
+
+@testable import ExactlyOnce
+
+@Suite("3.1 Find the leak")
+struct FindTheLeakTests {
+  static let scripts: [CallbackScript] = [.synchronously, .default, .later(.milliseconds(200))]
+
+  static let portrait = Data("a portrait, 96 by 96 pixels".utf8)
+  static let ada = AccountRecord(id: 1, displayName: "Ada", avatarKey: "avatars/ada")
+  static let grace = AccountRecord(id: 2, displayName: "Grace", avatarKey: "avatars/grace")
+  static let linus = AccountRecord(id: 3, displayName: "Linus", avatarKey: "avatars/linus")
+
+  /// Ada has an avatar, Grace never uploaded one, and Linus's fails to send.
+  static func makeService(script: CallbackScript) -> AccountService {
+    AccountService(
+      accounts: [ada, grace, linus], avatars: [ada.avatarKey: portrait],
+      brokenAvatars: [linus.avatarKey], script: script)
+  }
+
+  static let hint =
+    "a path in one of the helpers returns without resuming its continuation; the line "
+    + "\"the runtime said:\" below names the helper"
+
+  @Test("Loads the name and the avatar of an account that has one", arguments: scripts)
+  func loadsTheAvatar(script: CallbackScript) async throws {
+    let service = Self.makeService(script: script)
+
+    let card = try await withDeadline(.seconds(2), "loadProfileCard(id:from:)", hint: Self.hint) {
+      try await loadProfileCard(id: Self.ada.id, from: service)
+    }
+
+    #expect(card == ProfileCard(name: "Ada", avatar: Self.portrait))
+  }
+
+  @Test(
+    "An account without an avatar gets a card with no avatar, not a screen that never loads",
+    arguments: scripts)
+  func loadsACardWithoutAvatar(script: CallbackScript) async throws {
+    let service = Self.makeService(script: script)
+
+    let card = try await withDeadline(.seconds(2), "loadProfileCard(id:from:)", hint: Self.hint) {
+      try await loadProfileCard(id: Self.grace.id, from: service)
+    }
+
+    #expect(card.name == "Grace")
+    #expect(card.avatar == nil, "no avatar uploaded means nil, so the screen shows initials")
+  }
+
+  @Test("An unknown account throws the service's error without asking for an avatar")
+  func unknownAccountThrows() async throws {
+    let service = Self.makeService(script: .default)
+
+    await #expect(throws: AccountServiceError.unknownAccount) {
+      try await withDeadline(.seconds(2), "loadProfileCard(id:from:)", hint: Self.hint) {
+        try await loadProfileCard(id: 404, from: service)
+      }
+    }
+    #expect(service.avatarRequests == 0)
+  }
+
+  @Test("An avatar that fails to send throws the service's error", arguments: scripts)
+  func brokenAvatarThrows(script: CallbackScript) async throws {
+    let service = Self.makeService(script: script)
+
+    await #expect(throws: AccountServiceError.avatarUnavailable) {
+      try await withDeadline(.seconds(2), "loadProfileCard(id:from:)", hint: Self.hint) {
+        try await loadProfileCard(id: Self.linus.id, from: service)
+      }
+    }
+  }
+
+  @Test("The same service loads a card without an avatar, then one with an avatar")
+  func reuse() async throws {
+    let service = Self.makeService(script: .default)
+
+    let first = try await withDeadline(.seconds(2), "loadProfileCard(id:from:)", hint: Self.hint) {
+      try await loadProfileCard(id: Self.grace.id, from: service)
+    }
+    let second = try await withDeadline(
+      .seconds(2), "a second loadProfileCard(id:from:)", hint: Self.hint
+    ) {
+      try await loadProfileCard(id: Self.ada.id, from: service)
+    }
+
+    #expect(first == ProfileCard(name: "Grace", avatar: nil))
+    #expect(second == ProfileCard(name: "Ada", avatar: Self.portrait))
+    #expect(service.accountRequests == 2)
+    #expect(service.avatarRequests == 2)
+  }
+}

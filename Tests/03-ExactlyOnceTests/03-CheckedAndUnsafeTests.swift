@@ -1,0 +1,148 @@
+import LegacyKit
+import Testing
+import WorkbookTesting
+
+@testable import ExactlyOnce
+
+// Serialized: while developing this suite, Swift Testing 6.3.1 on Linux now and then hung
+// (a few runs in a hundred) when several exit tests (below) ran at once and a child process
+// exited quickly. Taking turns, with children that live a moment, has not hung since. The
+// other tests are quick, so nothing is lost.
+@Suite("3.3 Checked and unsafe", .serialized)
+struct CheckedAndUnsafeTests {
+  static let bothWays: [ContinuationChecking] = [.checked, .unchecked]
+  static let scripts: [CallbackScript] = [.synchronously, .default, .later(.milliseconds(100))]
+
+  static let hint =
+    "withBridgeContinuation(_:isolation:function:_:) never hands body a continuation that "
+    + "resumes it"
+
+  @Test("Tests run a debug build, so the standard choice is the checked one")
+  func debugBuildsAreChecked() {
+    #expect(ContinuationChecking.standard == .checked)
+  }
+
+  @Test(
+    "withBridgeContinuation hands out the kind of continuation it was asked for",
+    arguments: bothWays)
+  func handsOutTheRequestedKind(checking: ContinuationChecking) async throws {
+    let handedOut = try await withDeadline(
+      .seconds(2), "withBridgeContinuation(_:isolation:function:_:)", hint: Self.hint
+    ) {
+      await withBridgeContinuation(checking) {
+        (continuation: BridgeContinuation<ContinuationChecking>) in
+        switch continuation {
+        case .checked: continuation.resume(returning: ContinuationChecking.checked)
+        case .unchecked: continuation.resume(returning: ContinuationChecking.unchecked)
+        }
+      }
+    }
+
+    #expect(handedOut == checking)
+  }
+
+  @Test(
+    "reading(of:from:checking:) returns the same value both ways",
+    arguments: bothWays, scripts)
+  func sameValueBothWays(checking: ContinuationChecking, script: CallbackScript) async throws {
+    let hub = SensorHub(script: script)
+
+    let value = try await withDeadline(.seconds(2), "reading(of:from:checking:)", hint: Self.hint) {
+      await reading(of: 7, from: hub, checking: checking)
+    }
+
+    #expect(value == SensorHub.value(of: 7))
+    #expect(hub.reads == 1)
+  }
+
+  @Test(
+    "The hot path answers ten thousand reads from eight tasks at once, both ways",
+    arguments: bothWays)
+  func manyReadsBothWays(checking: ContinuationChecking) async throws {
+    let hub = SensorHub()
+
+    let total = try await withDeadline(.seconds(2), "reading(of:from:checking:)", hint: Self.hint) {
+      await withTaskGroup(of: Double.self) { group in
+        for task in 0..<8 {
+          group.addTask {
+            var sum = 0.0
+            for read in 0..<1_250 {
+              sum += await reading(of: (task + read) % 16, from: hub, checking: checking)
+            }
+            return sum
+          }
+        }
+        return await group.reduce(0, +)
+      }
+    }
+
+    let expected = (0..<8).reduce(0.0) { sum, task in
+      (0..<1_250).reduce(sum) { sum, read in sum + SensorHub.value(of: (task + read) % 16) }
+    }
+    #expect(total == expected)
+    #expect(hub.reads == 10_000)
+  }
+
+  // The next three tests run their body in a child process (an exit test), because a
+  // checked continuation that catches a second resume stops the whole process. Each child
+  // stays alive a moment, long enough for the runtime to report what it saw. Their
+  // messages quote only the runtime's misuse line from the child's output, never the whole
+  // output: a crash report in this process's output would look like a crash of the tests.
+
+  @Test("With checks on, a second resume stops the program with a message naming the bridge")
+  func checkedCatchesASecondResume() async throws {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      let twiceAtOnce = SensorHub(script: CallbackScript(timing: .synchronously, times: 2))
+      Task { _ = await reading(of: 1, from: twiceAtOnce, checking: .checked) }
+      // The checks stop the process long before this sleep ends.
+      try await Task.sleep(for: .milliseconds(500))
+    }
+    let said = misuseMessage(in: result)
+    #expect(
+      said.contains("reading(of:from:checking:) tried to resume its continuation more than once"),
+      """
+      the checked path must stop a second resume and name the bridge (pass `function` on to \
+      withCheckedContinuation); the runtime said: \(said)
+      """)
+  }
+
+  @Test("With checks on, a continuation dropped without a resume is reported as a leak")
+  func checkedReportsALeak() async throws {
+    let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+      let silent = SensorHub(script: .never)
+      Task { _ = await reading(of: 1, from: silent, checking: .checked) }
+      try await Task.sleep(for: .milliseconds(300))
+    }
+    let said = misuseMessage(in: result)
+    #expect(
+      said.contains("reading(of:from:checking:) leaked its continuation"),
+      "the checked path must report the leak and name the bridge; the runtime said: \(said)")
+  }
+
+  @Test("With checks off, the same leak goes unreported: that is what unchecked costs")
+  func uncheckedIsSilent() async throws {
+    let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+      let silent = SensorHub(script: .never)
+      Task { _ = await reading(of: 1, from: silent, checking: .unchecked) }
+      try await Task.sleep(for: .milliseconds(300))
+    }
+    let said = misuseMessage(in: result)
+    #expect(
+      said == Self.silence,
+      "with .unchecked, withBridgeContinuation must use withUnsafeContinuation; got: \(said)")
+  }
+
+  static let silence = "nothing about continuations"
+
+  /// The runtime's continuation-misuse line from an exit test's standard error, without the
+  /// "Fatal error" prefix, or ``silence``.
+  func misuseMessage(in result: ExitTest.Result?) -> String {
+    let stderr = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+    for line in stderr.split(separator: "\n") {
+      if let start = line.range(of: "SWIFT TASK CONTINUATION MISUSE") {
+        return String(line[start.lowerBound...])
+      }
+    }
+    return Self.silence
+  }
+}

@@ -1,0 +1,191 @@
+import Foundation
+import LegacyKit
+import Testing
+import WorkbookTesting
+
+@testable import ExactlyOnce
+
+@Suite("3.4 Cancellation")
+struct CancellationTests {
+  static let report = URL(string: "https://files.example/q3-report.pdf")!
+  static let missing = URL(string: "https://files.example/missing.pdf")!
+  static let reportData = Data(repeating: 0x25, count: 12_000)
+
+  static func makeDownloader(
+    delivery: CallbackScript = .later(.milliseconds(300)), cancelReply: CallbackScript = .default,
+    deliversAfterCancel: Bool = false
+  ) -> FileDownloader {
+    FileDownloader(
+      files: [report: reportData], delivery: delivery, cancelReply: cancelReply,
+      deliversAfterCancel: deliversAfterCancel)
+  }
+
+  static let hint =
+    "a path never resumes the continuation: the downloader's reply (data, error or "
+    + ".cancelled) must resume it, and a cancel must reach the DownloadTask"
+
+  @Test(
+    "Returns the file when nobody cancels",
+    arguments: [CallbackScript.synchronously, .default, .later(.milliseconds(100))])
+  func returnsTheFile(delivery: CallbackScript) async throws {
+    let downloader = Self.makeDownloader(delivery: delivery)
+
+    let data = try await withDeadline(.seconds(2), "download(_:with:)", hint: Self.hint) {
+      try await download(Self.report, with: downloader)
+    }
+
+    #expect(data == Self.reportData)
+    #expect(downloader.downloadsStarted == 1)
+    #expect(downloader.cancelRequests == 0)
+  }
+
+  @Test("Passes the downloader's other errors through unchanged")
+  func otherErrorsPassThrough() async throws {
+    let downloader = Self.makeDownloader(delivery: .default)
+
+    await #expect(throws: DownloadError.notFound) {
+      try await withDeadline(.seconds(2), "download(_:with:)", hint: Self.hint) {
+        try await download(Self.missing, with: downloader)
+      }
+    }
+  }
+
+  @Test(
+    "Cancelling the task cancels the running download and throws CancellationError",
+    arguments: [CallbackScript.synchronously, .default, .later(.milliseconds(100))])
+  func cancellingCancelsTheDownload(cancelReply: CallbackScript) async throws {
+    let downloader = Self.makeDownloader(cancelReply: cancelReply)
+    let task = Task { try await download(Self.report, with: downloader) }
+    await eventually("the download to start") { downloader.downloadsStarted == 1 }
+
+    task.cancel()
+
+    await #expect(throws: CancellationError.self) {
+      try await withDeadline(.seconds(2), "download(_:with:)", hint: Self.hint) {
+        try await task.value
+      }
+    }
+    #expect(downloader.downloadsCancelled == 1, "the download must really be cancelled")
+    #expect(downloader.downloadsRunning == 0)
+  }
+
+  @Test("A task cancelled before the call leaves no download running and throws CancellationError")
+  func alreadyCancelled() async throws {
+    let downloader = Self.makeDownloader()
+
+    await #expect(throws: CancellationError.self) {
+      try await withDeadline(.seconds(2), "download(_:with:)", hint: Self.hint) {
+        // Cancel this very task first: onCancel runs at once, before the download exists.
+        withUnsafeCurrentTask { $0?.cancel() }
+        return try await download(Self.report, with: downloader)
+      }
+    }
+    #expect(
+      downloader.downloadsRunning == 0, "a download started after the cancel must be cancelled")
+    #expect(downloader.downloadsStarted == downloader.downloadsCancelled)
+  }
+
+  @Test(
+    "Cancelling at any moment, 300 times over, always ends in CancellationError with no download left running"
+  )
+  func cancellingAtAnyMoment() async throws {
+    // This downloader never delivers: only a cancel ends its downloads.
+    let downloader = Self.makeDownloader(delivery: .never)
+
+    for round in 0..<300 {
+      let task = Task { try await download(Self.report, with: downloader) }
+      for _ in 0..<(round % 7) { await Task.yield() }
+      task.cancel()
+
+      // A lost cancel stops the loop at the deadline instead of costing 2 s per round.
+      let outcome = try await withDeadline(
+        .seconds(2), "download(_:with:)",
+        hint: "the cancel never reached the DownloadTask (this downloader only stops when "
+          + "cancelled); onCancel must cancel it, even when it runs before the download "
+          + "has started"
+      ) {
+        await task.result
+      }
+      guard case .failure(let error) = outcome, error is CancellationError else {
+        Issue.record("round \(round): expected CancellationError, got \(outcome)")
+        break
+      }
+    }
+    #expect(downloader.downloadsRunning == 0)
+  }
+
+  @Test("Cancelling after the file arrived is harmless")
+  func cancellingAfterCompletion() async throws {
+    let downloader = Self.makeDownloader(delivery: .default)
+    let task = Task { try await download(Self.report, with: downloader) }
+
+    let data = try await withDeadline(.seconds(2), "download(_:with:)", hint: Self.hint) {
+      try await task.value
+    }
+    task.cancel()
+
+    #expect(data == Self.reportData)
+    #expect(downloader.downloadsCancelled == 0)
+  }
+
+  @Test("Cancelling just as the file arrives, 200 times over, never resumes twice")
+  func cancellingAsTheFileArrives() async throws {
+    let downloader = Self.makeDownloader(delivery: .default)
+
+    for round in 0..<200 {
+      let task = Task { try await download(Self.report, with: downloader) }
+      for _ in 0..<(round % 5) { await Task.yield() }
+      task.cancel()
+
+      let outcome = try await withDeadline(.seconds(2), "download(_:with:)", hint: Self.hint) {
+        await task.result
+      }
+      switch outcome {
+      case .success(let data): #expect(data == Self.reportData)
+      case .failure(let error): #expect(error is CancellationError, "got \(error)")
+      }
+    }
+    #expect(downloader.downloadsRunning == 0)
+  }
+
+  @Test("A downloader that still delivers the file after a cancel does not resume twice")
+  func deliveryAfterCancel() async throws {
+    let downloader = Self.makeDownloader(
+      delivery: .later(.milliseconds(150)), deliversAfterCancel: true)
+    let task = Task { try await download(Self.report, with: downloader) }
+    await eventually("the download to start") { downloader.downloadsStarted == 1 }
+
+    task.cancel()
+
+    await #expect(throws: CancellationError.self) {
+      try await withDeadline(.seconds(2), "download(_:with:)", hint: Self.hint) {
+        try await task.value
+      }
+    }
+    // Wait for the late delivery, so that a second resume crashes inside this test.
+    await eventually("the file to arrive after the cancel") {
+      downloader.deliveriesAfterCancel == 1
+    }
+  }
+
+  @Test("After a cancelled download, the same downloader serves the next one")
+  func reuseAfterCancel() async throws {
+    let downloader = Self.makeDownloader(delivery: .later(.milliseconds(100)))
+    let cancelled = Task { try await download(Self.report, with: downloader) }
+    await eventually("the download to start") { downloader.downloadsStarted == 1 }
+    cancelled.cancel()
+    await #expect(throws: CancellationError.self) {
+      try await withDeadline(.seconds(2), "download(_:with:)", hint: Self.hint) {
+        try await cancelled.value
+      }
+    }
+
+    let data = try await withDeadline(.seconds(2), "a second download(_:with:)", hint: Self.hint) {
+      try await download(Self.report, with: downloader)
+    }
+
+    #expect(data == Self.reportData)
+    #expect(downloader.downloadsStarted == 2)
+    #expect(downloader.downloadsCancelled == 1)
+  }
+}

@@ -1,0 +1,154 @@
+import CoroutineKit
+import Dispatch
+import LegacyKit
+import Testing
+import WorkbookTesting
+
+@testable import Futures
+
+private enum ForecastError: Error, Equatable {
+  case stationOffline
+}
+
+private let scripts: [CallbackScript] = [
+  .synchronously, .default, .later(.milliseconds(100)), .twice,
+]
+
+private let valueHint =
+  "value must resume its continuation with the future's result: register with "
+  + "whenComplete and resume(with:) whatever it receives"
+private let failureHint =
+  "a failed future never resumed its awaiter; whenSuccess only hears about values, "
+  + "whenComplete hears about errors and cancellations too"
+
+@Suite("5.1 Bridge a future")
+struct BridgeAFutureTests {
+  @Test("Returns the value of the future, whenever it arrives", arguments: scripts)
+  func returnsTheValue(script: CallbackScript) async throws {
+    let future = scriptedFuture(.success("sunny"), script)
+
+    let forecast = try await withDeadline(.seconds(2), "future.value", hint: valueHint) {
+      try await future.value
+    }
+
+    #expect(forecast == "sunny")
+  }
+
+  @Test("Returns at once for a future that already has a value")
+  func returnsAtOnceWhenComplete() async throws {
+    let future = CoFuture(value: 21)
+
+    let values = try await withDeadline(.seconds(2), "future.value", hint: valueHint) {
+      var values: [Int] = []
+      for _ in 0..<100 { values.append(try await future.value) }
+      return values
+    }
+
+    #expect(values == Array(repeating: 21, count: 100))
+  }
+
+  @Test("Throws the future's error", arguments: scripts)
+  func throwsTheError(script: CallbackScript) async throws {
+    let future: CoFuture<String> = scriptedFuture(.failure(ForecastError.stationOffline), script)
+
+    await #expect(throws: ForecastError.stationOffline) {
+      try await withDeadline(.seconds(2), "future.value", hint: failureHint) {
+        try await future.value
+      }
+    }
+  }
+
+  @Test("Throws CoFutureError.cancelled for a future cancelled before it is awaited")
+  func throwsWhenCancelledBefore() async throws {
+    let future = CoPromise<String>()
+    future.cancel()
+
+    await #expect(throws: CoFutureError.cancelled) {
+      try await withDeadline(.seconds(2), "future.value", hint: failureHint) {
+        try await future.value
+      }
+    }
+  }
+
+  @Test("Throws CoFutureError.cancelled when the future is cancelled while it is awaited")
+  func throwsWhenCancelledDuring() async throws {
+    let future = CoPromise<String>()
+    DispatchQueue.global().asyncAfter(deadline: .now() + 0.1) { future.cancel() }
+
+    await #expect(throws: CoFutureError.cancelled) {
+      try await withDeadline(.seconds(2), "future.value", hint: failureHint) {
+        try await future.value
+      }
+    }
+  }
+
+  @Test("Every task awaiting the same future gets its value, early or late")
+  func manyAwaiters() async throws {
+    let future = CoPromise<Int>()
+    let early = (0..<50).map { _ in Task { try await future.value } }
+    try await Task.sleep(for: .milliseconds(50))
+    DispatchQueue.global().async { future.success(7) }
+    let late = (0..<50).map { _ in Task { try await future.value } }
+
+    var values: [Int] = []
+    for (index, awaiter) in (early + late).enumerated() {
+      let value = try await withDeadline(
+        .seconds(2), "future.value in task \(index + 1) of 100",
+        hint: "every awaiter needs a continuation of its own, resumed by a callback of "
+          + "its own: register one whenComplete callback per await"
+      ) {
+        try await awaiter.value
+      }
+      values.append(value)
+    }
+
+    #expect(values == Array(repeating: 7, count: 100))
+  }
+
+  @Test("Works for a future computed by a coroutine, and for a mapped future")
+  func coroutineFutures() async throws {
+    let computed = DispatchQueue.global().coroutineFuture { () -> Int in
+      Coroutine.delay(.milliseconds(50))
+      return 6
+    }
+    let mapped = computed.map { "\($0 * 7) °C" }
+
+    let reading = try await withDeadline(.seconds(2), "future.value", hint: valueHint) {
+      try await mapped.value
+    }
+
+    #expect(reading == "42 °C")
+  }
+
+  @Test("A cancelled awaiter does not cancel the future for the others")
+  func cancelledAwaiterLeavesTheFuture() async throws {
+    let future = CoPromise<String>()
+    let leaving = Task { try await future.value }
+    let staying = Task { try await future.value }
+    try await Task.sleep(for: .milliseconds(50))
+
+    leaving.cancel()
+    try await Task.sleep(for: .milliseconds(50))
+    DispatchQueue.global().async { future.success("rain") }
+
+    let stayed = try await withDeadline(
+      .seconds(2), "future.value",
+      hint: "the remaining awaiter was never resumed once the future had a value"
+    ) {
+      await staying.result
+    }
+    // A value or a CancellationError: either way, the cancelled awaiter has to end too.
+    _ = try await withDeadline(.seconds(2), "future.value in the cancelled task", hint: valueHint) {
+      await leaving.result
+    }
+
+    let futureWasCancelled = future.isCanceled
+    #expect(
+      futureWasCancelled == false,
+      """
+      one awaiter's cancellation cancelled the shared future, and every other awaiter got \
+      CoFutureError.cancelled; value must not cancel the future
+      """)
+    #expect(try stayed.get() == "rain")
+  }
+}

@@ -1,0 +1,182 @@
+import LegacyKit
+import Testing
+import WorkbookTesting
+
+@testable import Futures
+
+enum PricingError: Error, Equatable, Sendable {
+  case noFlights
+  case hotelFull
+}
+
+/// How a fake price request answers.
+private enum Answer: Sendable, CustomStringConvertible {
+  /// The price, after `delay`.
+  case price(Int, after: Duration = .zero)
+  /// An error, after `delay`.
+  case failure(PricingError, after: Duration = .zero)
+  /// The price, but only once every request of the rendezvous is running.
+  case priceWhenAllRunning(Int, Rendezvous)
+  /// Nothing until the request is cancelled; if it never is, the price after a second.
+  case priceUnlessCancelled(Int)
+
+  var description: String {
+    switch self {
+    case .price(let price, let delay): "\(price) after \(delay)"
+    case .failure(let error, let delay): "\(error) after \(delay)"
+    case .priceWhenAllRunning(let price, _): "\(price) once both run"
+    case .priceUnlessCancelled(let price): "\(price) unless cancelled"
+    }
+  }
+}
+
+/// A pricing service that answers as told and records what each request went through.
+private final class FakePricing: TripPricing {
+  struct Log {
+    var started: [String] = []
+    var running: Set<String> = []
+    var cancelled: Set<String> = []
+  }
+
+  let flight: Answer
+  let hotel: Answer
+  let log = Locked(Log())
+
+  init(flight: Answer, hotel: Answer) {
+    self.flight = flight
+    self.hotel = hotel
+  }
+
+  func flightFare(for trip: Trip) async throws -> Int {
+    try await answer(flight, as: "flight fare")
+  }
+
+  func hotelRate(for trip: Trip) async throws -> Int {
+    try await answer(hotel, as: "hotel rate")
+  }
+
+  private func answer(_ answer: Answer, as name: String) async throws -> Int {
+    log.withLock {
+      $0.started.append(name)
+      $0.running.insert(name)
+    }
+    defer { log.withLock { _ = $0.running.remove(name) } }
+    do {
+      switch answer {
+      case .price(let price, let delay):
+        try await Task.sleep(for: delay)
+        return price
+      case .failure(let error, let delay):
+        try await Task.sleep(for: delay)
+        throw error
+      case .priceWhenAllRunning(let price, let rendezvous):
+        await rendezvous.arrive()
+        return price
+      case .priceUnlessCancelled(let price):
+        try await Task.sleep(for: .seconds(1))
+        return price
+      }
+    } catch is CancellationError {
+      log.withLock { _ = $0.cancelled.insert(name) }
+      throw CancellationError()
+    }
+  }
+}
+
+private let lisbon = Trip(destination: "Lisbon", nights: 3)
+
+private let priceHint =
+  "tripPrice(for:using:) must return once both prices have arrived"
+private let failureHint =
+  "when one request fails, tripPrice(for:using:) must throw its error"
+
+@Suite("5.3 Two at once")
+struct TwoAtOnceTests {
+  @Test(
+    "Adds the flight fare and the hotel rate, whichever arrives last",
+    arguments: [
+      (Duration.zero, Duration.zero),
+      (.milliseconds(150), .zero),
+      (.zero, .milliseconds(150)),
+    ])
+  func addsBothPrices(flightDelay: Duration, hotelDelay: Duration) async throws {
+    let pricing = FakePricing(
+      flight: .price(240, after: flightDelay), hotel: .price(315, after: hotelDelay))
+
+    let price = try await withDeadline(.seconds(2), "tripPrice(for:using:)", hint: priceHint) {
+      try await tripPrice(for: lisbon, using: pricing)
+    }
+
+    #expect(price == 555)
+    #expect(pricing.log.value.started.sorted() == ["flight fare", "hotel rate"])
+  }
+
+  @Test("Asks for both prices at once: each request starts before the other has finished")
+  func asksForBothAtOnce() async throws {
+    let bothRunning = Rendezvous(parties: 2)
+    let pricing = FakePricing(
+      flight: .priceWhenAllRunning(240, bothRunning),
+      hotel: .priceWhenAllRunning(315, bothRunning))
+
+    let price = try await withDeadline(.seconds(2), "tripPrice(for:using:)", hint: priceHint) {
+      try await tripPrice(for: lisbon, using: pricing)
+    }
+
+    let ranTogether = bothRunning.met
+    #expect(
+      ranTogether,
+      """
+      the two requests never ran at the same time: the \(pricing.log.value.started.last ?? "") \
+      was only asked for after the \(pricing.log.value.started.first ?? "") had arrived, so \
+      the trip takes the sum of both times; start both before awaiting either (async let)
+      """)
+    #expect(price == 555)
+  }
+
+  @Test(
+    "When one request fails, its error is thrown and the other is not left running",
+    arguments: [PricingError.noFlights, .hotelFull])
+  func failureEndsBoth(expected: PricingError) async throws {
+    let failure = Answer.failure(expected, after: .milliseconds(50))
+    let pricing =
+      expected == .noFlights
+      ? FakePricing(flight: failure, hotel: .priceUnlessCancelled(315))
+      : FakePricing(flight: .priceUnlessCancelled(240), hotel: failure)
+
+    await #expect(throws: expected) {
+      try await withDeadline(.seconds(2), "tripPrice(for:using:)", hint: failureHint) {
+        try await tripPrice(for: lisbon, using: pricing)
+      }
+    }
+
+    let stillRunning = pricing.log.value.running.sorted()
+    #expect(
+      stillRunning.isEmpty,
+      """
+      the \(stillRunning.joined(separator: " and ")) request was still running after \
+      tripPrice(for:using:) had thrown: child tasks of async let end with the call, \
+      unstructured Task { } ones do not
+      """)
+  }
+
+  @Test("Cancelling the caller cancels both requests")
+  func cancellingTheCallerCancelsBoth() async throws {
+    let pricing = FakePricing(flight: .priceUnlessCancelled(240), hotel: .priceUnlessCancelled(315))
+    let caller = Task { try await tripPrice(for: lisbon, using: pricing) }
+    let bothStarted = await eventually { pricing.log.value.started.count == 2 }
+
+    caller.cancel()
+    let result = try await withDeadline(
+      .seconds(2), "tripPrice(for:using:) after its task was cancelled",
+      hint: "the requests did not see the caller's cancellation"
+    ) {
+      await caller.result
+    }
+
+    #expect(bothStarted, "both requests should be running before either has an answer")
+    #expect(throws: CancellationError.self) { try result.get() }
+    #expect(
+      pricing.log.value.cancelled == ["flight fare", "hotel rate"],
+      "both requests must see the caller's cancellation; unstructured Task { } ones do not")
+  }
+}

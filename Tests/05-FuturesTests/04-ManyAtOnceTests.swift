@@ -1,0 +1,189 @@
+import LegacyKit
+import Testing
+import WorkbookTesting
+
+@testable import Futures
+
+private enum RateError: Error, Equatable {
+  case soldOut
+  case closedForWinter
+}
+
+/// How a fake rate request answers.
+private enum Answer: Sendable {
+  /// The rate, after `delay`.
+  case rate(Int, after: Duration = .zero)
+  /// An error, after `delay`.
+  case failure(RateError, after: Duration = .zero)
+  /// The rate, but only once every request of the rendezvous is running.
+  case rateWhenAllRunning(Int, Rendezvous)
+  /// Nothing until the request is cancelled; if it never is, the rate after a second.
+  case rateUnlessCancelled(Int)
+}
+
+/// A rate service that answers for each hotel as told and records each request.
+private final class FakeRates: RateService {
+  struct Log {
+    var started: [String] = []
+    var running: Set<String> = []
+    var cancelled: Set<String> = []
+  }
+
+  let answers: [String: Answer]
+  let log = Locked(Log())
+
+  init(_ answers: [String: Answer]) {
+    self.answers = answers
+  }
+
+  func nightlyRate(at hotel: Hotel) async throws -> Int {
+    let name = hotel.name
+    log.withLock {
+      $0.started.append(name)
+      $0.running.insert(name)
+    }
+    defer { log.withLock { _ = $0.running.remove(name) } }
+    do {
+      switch answers[name] ?? .rate(0) {
+      case .rate(let rate, let delay):
+        try await Task.sleep(for: delay)
+        return rate
+      case .failure(let error, let delay):
+        try await Task.sleep(for: delay)
+        throw error
+      case .rateWhenAllRunning(let rate, let rendezvous):
+        await rendezvous.arrive()
+        return rate
+      case .rateUnlessCancelled(let rate):
+        try await Task.sleep(for: .seconds(1))
+        return rate
+      }
+    } catch is CancellationError {
+      log.withLock { _ = $0.cancelled.insert(name) }
+      throw CancellationError()
+    }
+  }
+}
+
+private func hotels(_ names: String...) -> [Hotel] {
+  names.map(Hotel.init(name:))
+}
+
+private let ratesHint =
+  "nightlyRates(at:using:) must return once every rate has arrived"
+private let failureHint =
+  "when one request fails, nightlyRates(at:using:) must throw its error at once"
+
+@Suite("5.4 Many at once")
+struct ManyAtOnceTests {
+  @Test("Returns every rate in the order of the hotels, whatever order they arrive in")
+  func keepsTheOrder() async throws {
+    // The first hotel answers last, the last one first.
+    let service = FakeRates([
+      "Alfama": .rate(110, after: .milliseconds(250)),
+      "Baixa": .rate(95, after: .milliseconds(200)),
+      "Chiado": .rate(140, after: .milliseconds(150)),
+      "Belém": .rate(85, after: .milliseconds(100)),
+      "Graça": .rate(70, after: .milliseconds(50)),
+    ])
+
+    let rates = try await withDeadline(.seconds(2), "nightlyRates(at:using:)", hint: ratesHint) {
+      try await nightlyRates(
+        at: hotels("Alfama", "Baixa", "Chiado", "Belém", "Graça"), using: service)
+    }
+
+    #expect(
+      rates == [110, 95, 140, 85, 70],
+      "rates[i] is the rate of hotels[i], not the i-th rate to arrive")
+  }
+
+  @Test("Asks for every rate at once: all requests run before any has finished")
+  func asksForEveryRateAtOnce() async throws {
+    let allRunning = Rendezvous(parties: 5)
+    let service = FakeRates([
+      "Alfama": .rateWhenAllRunning(110, allRunning),
+      "Baixa": .rateWhenAllRunning(95, allRunning),
+      "Chiado": .rateWhenAllRunning(140, allRunning),
+      "Belém": .rateWhenAllRunning(85, allRunning),
+      "Graça": .rateWhenAllRunning(70, allRunning),
+    ])
+
+    let rates = try await withDeadline(.seconds(2), "nightlyRates(at:using:)", hint: ratesHint) {
+      try await nightlyRates(
+        at: hotels("Alfama", "Baixa", "Chiado", "Belém", "Graça"), using: service)
+    }
+
+    let ranTogether = allRunning.met
+    #expect(
+      ranTogether,
+      """
+      the five requests never all ran at the same time: each one waited for the one before \
+      it, so the call takes the sum of their times; add a child task per hotel to a task \
+      group before awaiting any result
+      """)
+    #expect(rates == [110, 95, 140, 85, 70])
+  }
+
+  @Test("Gives an empty list for no hotels")
+  func noHotels() async throws {
+    let service = FakeRates([:])
+
+    let rates = try await withDeadline(.seconds(2), "nightlyRates(at:using:)", hint: ratesHint) {
+      try await nightlyRates(at: [], using: service)
+    }
+
+    #expect(rates.isEmpty)
+    #expect(service.log.value.started.isEmpty)
+  }
+
+  @Test("The first failure is thrown, and the requests still running are cancelled")
+  func firstFailureCancelsTheRest() async throws {
+    let service = FakeRates([
+      "Alfama": .rateUnlessCancelled(110),
+      "Baixa": .failure(.soldOut, after: .milliseconds(50)),
+      "Chiado": .rateUnlessCancelled(140),
+      "Belém": .rateUnlessCancelled(85),
+    ])
+
+    await #expect(throws: RateError.soldOut) {
+      try await withDeadline(.seconds(2), "nightlyRates(at:using:)", hint: failureHint) {
+        try await nightlyRates(at: hotels("Alfama", "Baixa", "Chiado", "Belém"), using: service)
+      }
+    }
+
+    let log = service.log.value
+    let notCancelled = ["Alfama", "Chiado", "Belém"].filter { !log.cancelled.contains($0) }
+    #expect(
+      notCancelled.isEmpty,
+      """
+      the requests for \(notCancelled.joined(separator: ", ")) were not cancelled when \
+      Baixa failed: once one rate has failed, the others are of no use; a task group that \
+      is left by a thrown error cancels its other children
+      """)
+    #expect(
+      log.running.isEmpty,
+      "\(log.running.sorted()) still running after the call had ended: no request may outlive it")
+  }
+
+  @Test("Throws the error that happens first, not the first in the list")
+  func firstErrorInTime() async throws {
+    let service = FakeRates([
+      "Alfama": .failure(.closedForWinter, after: .milliseconds(400)),
+      "Baixa": .rateUnlessCancelled(95),
+      "Chiado": .failure(.soldOut, after: .milliseconds(20)),
+    ])
+
+    await #expect(throws: RateError.soldOut) {
+      try await withDeadline(.seconds(2), "nightlyRates(at:using:)", hint: failureHint) {
+        try await nightlyRates(at: hotels("Alfama", "Baixa", "Chiado"), using: service)
+      }
+    }
+
+    #expect(
+      service.log.value.cancelled == ["Alfama", "Baixa"],
+      """
+      when Chiado failed, the requests for Alfama and Baixa were still running and should \
+      have been cancelled
+      """)
+  }
+}

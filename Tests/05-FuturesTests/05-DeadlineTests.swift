@@ -1,0 +1,121 @@
+import CoroutineKit
+import Dispatch
+import LegacyKit
+import Testing
+import WorkbookTesting
+
+@testable import Futures
+
+private enum QuoteError: Error, Equatable {
+  case marketClosed
+}
+
+private let inTime: [CallbackScript] = [
+  .synchronously, .default, .later(.milliseconds(100)), .twice,
+]
+
+private let valueHint =
+  "value(timeout:) must resume its continuation with the future's result"
+private let ignoredCancellationHint =
+  "withTimeout cancelled the wait at the deadline, but waiting on the future ignores "
+  + "cancellation, so withTimeout has to wait for the future anyway: in "
+  + "withTaskCancellationHandler's onCancel, cancel the legacy future"
+private let callerCancelledHint =
+  "the caller's task was cancelled, but the wait for the future did not end; pass the "
+  + "cancellation on to the legacy future (withTaskCancellationHandler, onCancel: cancel()) "
+  + "so that it completes with .cancelled"
+
+@Suite("5.5 Deadline")
+struct FutureDeadlineTests {
+  @Test("Returns the value when the future completes in time", arguments: inTime)
+  func returnsTheValueInTime(script: CallbackScript) async throws {
+    let future = scriptedFuture(.success(101.5), script)
+
+    let quote = try await withDeadline(.seconds(2), "value(timeout:)", hint: valueHint) {
+      try await future.value(timeout: .seconds(1))
+    }
+
+    #expect(quote == 101.5)
+    let futureWasCancelled = future.isCanceled
+    #expect(futureWasCancelled == false, "a future that completes in time is left as it is")
+  }
+
+  @Test("Throws the future's own error when it fails in time", arguments: inTime)
+  func throwsTheErrorInTime(script: CallbackScript) async throws {
+    let future: CoPromise<Double> = scriptedFuture(.failure(QuoteError.marketClosed), script)
+
+    await #expect(throws: QuoteError.marketClosed) {
+      try await withDeadline(.seconds(2), "value(timeout:)", hint: valueHint) {
+        try await future.value(timeout: .seconds(1))
+      }
+    }
+  }
+
+  @Test("Throws TimeoutError at the deadline and cancels the future")
+  func timesOutAndCancels() async throws {
+    let future = CoPromise<Double>()  // never completes on its own
+
+    await #expect(throws: TimeoutError(limit: .milliseconds(100))) {
+      try await withDeadline(.seconds(2), "value(timeout:)", hint: ignoredCancellationHint) {
+        try await future.value(timeout: .milliseconds(100))
+      }
+    }
+
+    let futureWasCancelled = future.isCanceled
+    #expect(
+      futureWasCancelled,
+      """
+      the legacy future is still running after the timeout; cancel it, unlike \
+      await(timeout:), which leaves it running for nobody
+      """)
+  }
+
+  @Test("Stops at the deadline, without waiting for a future that would complete later")
+  func doesNotWaitForALateFuture() async throws {
+    let future = scriptedFuture(.success(99.0), .later(.milliseconds(800)))
+
+    await #expect(throws: TimeoutError(limit: .milliseconds(100))) {
+      try await withDeadline(.seconds(2), "value(timeout:)", hint: ignoredCancellationHint) {
+        try await future.value(timeout: .milliseconds(100))
+      }
+    }
+
+    let futureWasCancelled = future.isCanceled
+    #expect(
+      futureWasCancelled,
+      """
+      the legacy future was not cancelled at the deadline, so it went on running and \
+      completed by itself later; the deadline has to cancel it
+      """)
+  }
+
+  @Test("Cancelling the caller cancels the future")
+  func cancellingTheCallerCancelsTheFuture() async throws {
+    let future = CoPromise<Double>()
+    let caller = Task { try await future.value(timeout: .seconds(10)) }
+    try await Task.sleep(for: .milliseconds(50))
+
+    caller.cancel()
+    let result = try await withDeadline(
+      .seconds(2), "value(timeout:) after its task was cancelled", hint: callerCancelledHint
+    ) {
+      await caller.result
+    }
+
+    #expect(throws: (any Error).self) { try result.get() }
+    let futureWasCancelled = future.isCanceled
+    #expect(futureWasCancelled, "cancelling the caller must cancel the legacy future")
+  }
+
+  @Test("A future cancelled by its owner throws CoFutureError.cancelled")
+  func cancelledByItsOwner() async throws {
+    let future = CoPromise<Double>()
+    DispatchQueue.global().asyncAfter(deadline: .now() + 0.1) { future.cancel() }
+
+    await #expect(throws: CoFutureError.cancelled) {
+      try await withDeadline(.seconds(2), "value(timeout:)", hint: valueHint) {
+        try await future.value(timeout: .seconds(1))
+      }
+    }
+  }
+}

@@ -1,0 +1,103 @@
+import CoroutineKit
+import Foundation
+import LegacyKit
+import Synchronization
+import WorkbookTesting
+
+/// A legacy future completed with `result` the way `script` says: synchronously (so it is
+/// complete before anyone awaits it), soon or later from another thread, twice (the second
+/// attempt is ignored, as a `CoPromise` ignores every later one), or never.
+///
+/// It is returned as the promise, so a test can also cancel it and ask whether it was.
+func scriptedFuture<Value>(
+  _ result: Result<Value, any Error>, _ script: CallbackScript
+) -> CoPromise<Value> {
+  let promise = CoPromise<Value>()
+  script.deliver { promise.complete(with: result) }
+  return promise
+}
+
+/// Proves that some requests ran at the same time, without measuring how long anything took.
+///
+/// Each fake request calls `arrive()` when it starts and returns only after it: `arrive()`
+/// waits until every one of the `parties` has arrived. If they all do, they were all running
+/// at once. If the requests run one after another, the first one waits in vain: after
+/// `patience` it gives up, and so does everyone after it, at once, so a sequential answer
+/// fails the test quickly instead of hanging it.
+final class Rendezvous: Sendable {
+  private struct State {
+    var arrived = 0
+    var met = false
+    var gaveUp = false
+  }
+
+  let parties: Int
+  private let patience: Duration
+  private let state = Mutex(State())
+
+  init(parties: Int, patience: Duration = .seconds(1)) {
+    self.parties = parties
+    self.patience = patience
+  }
+
+  /// True if all the parties were there at the same time.
+  var met: Bool { state.withLock { $0.met } }
+
+  /// How many parties have arrived so far.
+  var arrived: Int { state.withLock { $0.arrived } }
+
+  func arrive() async {
+    state.withLock { state in
+      state.arrived += 1
+      if state.arrived == parties && !state.gaveUp { state.met = true }
+    }
+    let clock = ContinuousClock()
+    let deadline = clock.now.advanced(by: patience)
+    while true {
+      let (met, gaveUp) = state.withLock { ($0.met, $0.gaveUp) }
+      if met || gaveUp || Task.isCancelled { return }
+      if clock.now >= deadline {
+        state.withLock { $0.gaveUp = true }
+        return
+      }
+      try? await Task.sleep(for: .milliseconds(2))
+    }
+  }
+}
+
+/// Runs `body(thread, round)` on `threads` dedicated threads, `rounds` times each, and
+/// starts every round on all the threads at the same moment: each thread spins on an atomic
+/// counter until the others have arrived, so their calls really overlap (a lock or a
+/// `DispatchGroup` would wake them one after another). Returns when every thread is done,
+/// or after 10 seconds; says whether they all were.
+func onThreadsAtOnce(
+  threads: Int, rounds: Int, _ body: @escaping @Sendable (_ thread: Int, _ round: Int) -> Void
+) async -> Bool {
+  let barrier = SpinBarrier()
+  let finished = Locked(0)
+  for thread in 0..<threads {
+    Thread {
+      for round in 0..<rounds {
+        barrier.arriveAndWait(until: (round + 1) * threads)
+        body(thread, round)
+      }
+      finished.withLock { $0 += 1 }
+    }.start()
+  }
+  return await eventually(within: .seconds(10)) { finished.value == threads }
+}
+
+private final class SpinBarrier: Sendable {
+  private let arrivals = Atomic(0)
+
+  func arriveAndWait(until total: Int) {
+    arrivals.add(1, ordering: .acquiringAndReleasing)
+    // Spin hard, so that everyone leaves within nanoseconds of the last arrival; yield now
+    // and then, so a thread waiting for a core does not starve the one it waits for.
+    var spins = 0
+    while arrivals.load(ordering: .acquiring) < total {
+      spins += 1
+      if spins % 4096 == 0 { sched_yield() }
+    }
+  }
+}

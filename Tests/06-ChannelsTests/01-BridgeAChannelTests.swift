@@ -1,0 +1,182 @@
+import CoroutineKit
+import Dispatch
+import Testing
+import WorkbookTesting
+
+@testable import Channels
+
+private let finishHint =
+  "the stream never finished: when awaitReceive() throws CoChannelError.closed, call "
+  + "continuation.finish()"
+private let releaseHint =
+  "the consumer stopped early but the channel was left as it was, so the producer blocks in "
+  + "awaitSend(_:) forever; in onTermination, cancel the channel when the termination is "
+  + ".cancelled"
+
+/// A legacy producer: a coroutine that sends `elements`, pausing now and then, and closes
+/// the channel when it is done.
+private func produce(
+  _ elements: ClosedRange<Int>, into channel: CoChannel<Int>
+) -> CoFuture<Void> {
+  DispatchQueue.global().coroutineFuture {
+    for element in elements {
+      try channel.awaitSend(element)
+      if element % 4 == 0 { Coroutine.delay(.milliseconds(10)) }
+    }
+    channel.close()
+  }
+}
+
+/// A legacy producer that never stops on its own: it sends 1, 2, 3… every few
+/// milliseconds until a send fails, and then ends with that error.
+private func produceForever(into channel: CoChannel<Int>) -> CoFuture<Void> {
+  DispatchQueue.global().coroutineFuture {
+    var element = 0
+    while true {
+      element += 1
+      try channel.awaitSend(element)
+      Coroutine.delay(.milliseconds(5))
+    }
+  }
+}
+
+/// Iterates `channel.elements()` to the end, within the deadline.
+private func collect(_ channel: CoChannel<Int>, hint: String = finishHint) async throws -> [Int] {
+  try await withDeadline(.seconds(2), "for try await over channel.elements()", hint: hint) {
+    var received: [Int] = []
+    for try await element in channel.elements() { received.append(element) }
+    return received
+  }
+}
+
+@Suite("6.1 Bridge a channel")
+struct BridgeAChannelTests {
+  static let kinds: [CoChannel<Int>.BufferType] = [.rendezvous, .buffered(capacity: 3), .unlimited]
+
+  @Test(
+    "Yields every element in order, and ends when the producer closes the channel",
+    arguments: kinds)
+  func yieldsEverythingThenEnds(kind: CoChannel<Int>.BufferType) async throws {
+    let channel = CoChannel<Int>(bufferType: kind)
+    let producer = produce(1...30, into: channel)
+
+    let received = try await collect(channel)
+
+    #expect(received == Array(1...30))
+    let produced = try await outcome(of: producer, "the producer", hint: "it never finished")
+    #expect(throws: Never.self) { try produced.get() }
+  }
+
+  @Test("Elements buffered before close() all arrive, then the sequence ends")
+  func closeEndsAfterTheBuffer() async throws {
+    let channel = CoChannel<Int>(bufferType: .unlimited)
+    for element in 1...5 { channel.offer(element) }
+    channel.close()
+
+    #expect(try await collect(channel) == [1, 2, 3, 4, 5])
+  }
+
+  @Test("A channel that is already closed and empty ends at once")
+  func emptyClosedChannel() async throws {
+    let channel = CoChannel<Int>(bufferType: .rendezvous)
+    channel.close()
+
+    #expect(try await collect(channel) == [])
+  }
+
+  @Test("Cancelling the channel ends the iteration by throwing CoChannelError.cancelled")
+  func cancelThrows() async throws {
+    let channel = CoChannel<Int>(bufferType: .rendezvous)
+    DispatchQueue.global().startCoroutine {
+      try channel.awaitSend(1)
+      try channel.awaitSend(2)
+      Coroutine.delay(.milliseconds(50))
+      channel.cancel()
+    }
+
+    let received = Locked<[Int]>([])
+    await #expect(throws: CoChannelError.cancelled) {
+      try await withDeadline(
+        .seconds(2), "for try await over channel.elements()",
+        hint: "when awaitReceive() throws CoChannelError.cancelled, finish the stream with "
+          + "that error"
+      ) {
+        for try await element in channel.elements() { received.withLock { $0.append(element) } }
+      }
+    }
+    #expect(received.value == [1, 2])
+  }
+
+  @Test("A channel cancelled before iteration starts throws at once")
+  func cancelledBeforeIteration() async throws {
+    let channel = CoChannel<Int>(capacity: 2)
+    channel.offer(1)
+    channel.cancel()
+
+    await #expect(throws: CoChannelError.cancelled) { try await collect(channel) }
+  }
+
+  @Test(
+    "Breaking out of the loop releases the producer blocked on the channel",
+    arguments: [CoChannel<Int>.BufferType.rendezvous, .buffered(capacity: 2)])
+  func breakReleasesTheProducer(kind: CoChannel<Int>.BufferType) async throws {
+    let channel = CoChannel<Int>(bufferType: kind)
+    let producer = produceForever(into: channel)
+
+    let firstThree = try await withDeadline(
+      .seconds(2), "for try await over channel.elements()", hint: finishHint
+    ) {
+      var received: [Int] = []
+      for try await element in channel.elements() {
+        received.append(element)
+        if received.count == 3 { break }
+      }
+      return received
+    }
+
+    #expect(firstThree == [1, 2, 3])
+    let produced = try await outcome(
+      of: producer, "the producer, after the consumer stopped", hint: releaseHint)
+    #expect(throws: CoChannelError.self) { try produced.get() }
+  }
+
+  @Test("An error thrown in the loop body releases the producer too")
+  func throwReleasesTheProducer() async throws {
+    let channel = CoChannel<Int>(capacity: 1)
+    let producer = produceForever(into: channel)
+
+    let thrown = try await #require(throws: Boom.self) {
+      try await withDeadline(.seconds(2), "for try await over channel.elements()", hint: finishHint)
+      {
+        for try await element in channel.elements() where element == 2 { throw Boom(tag: 2) }
+      }
+    }
+    #expect(thrown == Boom(tag: 2))
+
+    let produced = try await outcome(
+      of: producer, "the producer, after the consumer threw", hint: releaseHint)
+    #expect(throws: CoChannelError.self) { try produced.get() }
+  }
+
+  @Test("Cancelling the consuming task ends the iteration promptly and releases the producer")
+  func taskCancellationReleasesTheProducer() async throws {
+    let channel = CoChannel<Int>(capacity: 1)
+    let producer = produceForever(into: channel)
+    let received = Locked<[Int]>([])
+    let consuming = Started {
+      for try await element in channel.elements() { received.withLock { $0.append(element) } }
+    }
+    // Wait for a few elements (or for the consumer to end early, which is a failure too).
+    _ = await eventually { received.value.count >= 3 || consuming.isFinished }
+    try #require(!consuming.isFinished, "the iteration ended before it was cancelled")
+
+    consuming.cancel()
+
+    _ = try await consuming.result(
+      "the cancelled consumer",
+      hint: "a cancelled task must not stay suspended in the iteration")
+    let produced = try await outcome(
+      of: producer, "the producer, after the consumer was cancelled", hint: releaseHint)
+    #expect(throws: CoChannelError.self) { try produced.get() }
+  }
+}

@@ -1,0 +1,485 @@
+import Testing
+import WorkbookTesting
+
+@testable import Channels
+
+private let sendHint =
+  "a waiting send(_:) is resumed when a receiver takes its element, or makes room for it "
+  + "in the buffer"
+private let receiveHint =
+  "a waiting receive() is resumed when a sender hands it an element, or with nil when the "
+  + "channel is closed"
+private let closeHint =
+  "close() must resume everyone who waits: receivers with nil (once the buffer is empty), "
+  + "senders by throwing ChannelClosedError"
+private let cancelHint =
+  "cancelling a waiting send or receive must resume it at once with CancellationError "
+  + "(withTaskCancellationHandler), after taking it out of the queue of waiters"
+private let alreadyCancelledHint =
+  "the task was cancelled before the call stored its continuation, so onCancel ran first "
+  + "and found nothing; check Task.isCancelled in the same locked step that stores it"
+
+/// Receives until `channel` ends, each receive within the deadline.
+private func drain(_ channel: Channel<Int>) async throws -> [Int] {
+  var received: [Int] = []
+  while let element = try await withDeadline(
+    .seconds(2), "receive() on a closed channel", hint: closeHint,
+    { try await channel.receive() })
+  {
+    received.append(element)
+  }
+  return received
+}
+
+/// Sends `element` into a channel that has room for it, within the deadline.
+private func fill(_ channel: Channel<Int>, with element: Int) async throws {
+  try await withDeadline(
+    .seconds(2), "send(_:) into a channel with room",
+    hint: "a send must not wait while fewer than `capacity` elements are buffered"
+  ) {
+    try await channel.send(element)
+  }
+}
+
+@Suite("6.2 Build a channel")
+struct BuildAChannelTests {
+  // MARK: Rendezvous and buffering
+
+  @Test("A rendezvous send waits until a receiver takes the element")
+  func rendezvousSendWaits() async throws {
+    let channel = Channel<Int>(capacity: 0)
+    let sending = Started { try await channel.send(1) }
+    try await expectStillWaiting(sending, "send(_:) returned with nobody receiving (capacity 0)")
+
+    let received = try await withDeadline(.seconds(2), "receive()", hint: receiveHint) {
+      try await channel.receive()
+    }
+
+    #expect(received == 1)
+    try await sending.value("send(_:)", hint: sendHint)
+  }
+
+  @Test("A receive waits until a sender comes", arguments: [0, 2])
+  func receiveWaits(capacity: Int) async throws {
+    let channel = Channel<Int>(capacity: capacity)
+    let receiving = Started { try await channel.receive() }
+    try await expectStillWaiting(receiving, "receive() returned from an empty channel")
+
+    try await withDeadline(.seconds(2), "send(_:) to a waiting receiver", hint: sendHint) {
+      try await channel.send(2)
+    }
+
+    #expect(try await receiving.value("receive()", hint: receiveHint) == 2)
+  }
+
+  @Test(
+    "A buffered channel takes `capacity` elements without waiting; the next send waits",
+    arguments: [1, 3])
+  func bufferedSendWaitsWhenFull(capacity: Int) async throws {
+    let channel = Channel<Int>(capacity: capacity)
+    for element in 1...capacity { try await fill(channel, with: element) }
+    let sending = Started { try await channel.send(capacity + 1) }
+    try await expectStillWaiting(
+      sending, "send(_:) returned although the buffer already held `capacity` elements")
+
+    let first = try await withDeadline(.seconds(2), "receive()", hint: receiveHint) {
+      try await channel.receive()
+    }
+    try await sending.value("send(_:) into a full buffer", hint: sendHint)
+    channel.close()
+
+    #expect(first == 1)
+    #expect(try await drain(channel) == Array(2...capacity + 1))
+  }
+
+  @Test("One producer's elements come out in the order it sent them", arguments: [0, 1, 5])
+  func fifo(capacity: Int) async throws {
+    let channel = Channel<Int>(capacity: capacity)
+    let producing = Started {
+      for element in 0..<200 { try await channel.send(element) }
+      channel.close()
+    }
+
+    let received = try await withDeadline(.seconds(2), "iterating the channel", hint: receiveHint) {
+      var received: [Int] = []
+      for try await element in channel { received.append(element) }
+      return received
+    }
+
+    #expect(received == Array(0..<200))
+    try await producing.value("the producer", hint: sendHint)
+  }
+
+  @Test("Senders that wait are served in the order they started waiting", arguments: [0, 1])
+  func waitingSendersInOrder(capacity: Int) async throws {
+    let channel = Channel<Int>(capacity: capacity)
+    if capacity == 1 { try await fill(channel, with: 0) }
+    var senders: [Started<Void>] = []
+    for element in 1...3 {
+      senders.append(Started { try await channel.send(element) })
+      try await expectStillWaiting(senders.last!, "send(_:) returned into a full channel")
+    }
+
+    var received: [Int?] = []
+    for _ in 0..<(3 + capacity) {
+      received.append(
+        try await withDeadline(.seconds(2), "receive()", hint: receiveHint) {
+          try await channel.receive()
+        })
+    }
+
+    #expect(received == (capacity == 1 ? [0, 1, 2, 3] : [1, 2, 3]))
+    for sender in senders { try await sender.value("a waiting send(_:)", hint: sendHint) }
+  }
+
+  // MARK: Closing
+
+  @Test("After close(), receivers get every buffered element, then nil")
+  func closeDrainsThenEnds() async throws {
+    let channel = Channel<Int>(capacity: 3)
+    for element in 1...3 { try await fill(channel, with: element) }
+
+    channel.close()
+
+    #expect(try await drain(channel) == [1, 2, 3], "close() must not drop buffered elements")
+    let again = try await withDeadline(.seconds(2), "receive() after the end", hint: closeHint) {
+      try await channel.receive()
+    }
+    #expect(again == nil, "a drained closed channel keeps returning nil")
+  }
+
+  @Test("close() ends every waiting receiver with nil", arguments: [0, 4])
+  func closeEndsWaitingReceivers(capacity: Int) async throws {
+    let channel = Channel<Int>(capacity: capacity)
+    let receivers = (0..<3).map { _ in Started { try await channel.receive() } }
+    for receiver in receivers {
+      try await expectStillWaiting(receiver, "receive() returned from an empty channel")
+    }
+
+    channel.close()
+
+    for receiver in receivers {
+      #expect(try await receiver.value("a waiting receive() at close()", hint: closeHint) == nil)
+    }
+  }
+
+  @Test(
+    "close() fails waiting senders with ChannelClosedError; their elements are not received",
+    arguments: [0, 1])
+  func closeFailsWaitingSenders(capacity: Int) async throws {
+    let channel = Channel<Int>(capacity: capacity)
+    if capacity == 1 { try await fill(channel, with: 1) }
+    let sending = Started { try await channel.send(2) }
+    try await expectStillWaiting(sending, "send(_:) returned into a full channel")
+
+    channel.close()
+
+    let result = try await sending.result("a waiting send(_:) at close()", hint: closeHint)
+    #expect(throws: ChannelClosedError()) { try result.get() }
+    #expect(try await drain(channel) == (capacity == 1 ? [1] : []))
+  }
+
+  @Test("A send after close() throws ChannelClosedError and sends nothing")
+  func sendAfterClose() async throws {
+    let channel = Channel<Int>(capacity: 2)
+    try await fill(channel, with: 1)
+    channel.close()
+    channel.close()  // a second close changes nothing
+
+    await #expect(throws: ChannelClosedError()) {
+      try await withDeadline(.seconds(2), "send(_:) after close()", hint: closeHint) {
+        try await channel.send(2)
+      }
+    }
+    #expect(try await drain(channel) == [1])
+  }
+
+  /// The tests in which a wrong answer can resume a continuation twice, which stops the
+  /// test process. They run one at a time, so that a crash names a single test.
+  @Suite("Cancellation, and many tasks at once", .serialized)
+  struct OneAtATime {
+    // MARK: Cancellation
+
+    @Test(
+      "A cancelled waiting receiver throws CancellationError at once and takes nothing",
+      arguments: [0, 2])
+    func cancelWaitingReceiver(capacity: Int) async throws {
+      let channel = Channel<Int>(capacity: capacity)
+      let cancelled = Started { try await channel.receive() }
+      try await expectStillWaiting(cancelled, "receive() returned from an empty channel")
+
+      cancelled.cancel()
+
+      let result = try await cancelled.result("a cancelled receive()", hint: cancelHint)
+      #expect(throws: CancellationError.self) { try result.get() }
+
+      // The element sent next must reach the next receiver, not the cancelled one.
+      let receiving = Started { try await channel.receive() }
+      try await withDeadline(.seconds(2), "send(_:) after a receiver was cancelled", hint: sendHint)
+      {
+        try await channel.send(7)
+      }
+      #expect(
+        try await receiving.value("the receive() after the cancelled one", hint: receiveHint) == 7,
+        "the cancelled receiver took the element")
+    }
+
+    @Test(
+      "A cancelled waiting sender throws CancellationError at once; its element is not sent",
+      arguments: [0, 1])
+    func cancelWaitingSender(capacity: Int) async throws {
+      let channel = Channel<Int>(capacity: capacity)
+      if capacity == 1 { try await fill(channel, with: 1) }
+      let cancelled = Started { try await channel.send(2) }
+      try await expectStillWaiting(cancelled, "send(_:) returned into a full channel")
+
+      cancelled.cancel()
+
+      let result = try await cancelled.result("a cancelled send(_:)", hint: cancelHint)
+      #expect(throws: CancellationError.self) { try result.get() }
+      channel.close()
+      #expect(
+        try await drain(channel) == (capacity == 1 ? [1] : []),
+        "the element of a cancelled send was received")
+    }
+
+    @Test("Cancelling one of several waiting senders keeps the others in their order")
+    func cancelMiddleSender() async throws {
+      let channel = Channel<Int>(capacity: 0)
+      var senders: [Started<Void>] = []
+      for element in 1...3 {
+        senders.append(Started { try await channel.send(element) })
+        try await expectStillWaiting(senders.last!, "send(_:) returned with nobody receiving")
+      }
+
+      senders[1].cancel()
+      let result = try await senders[1].result("a cancelled send(_:)", hint: cancelHint)
+
+      #expect(throws: CancellationError.self) { try result.get() }
+      var received: [Int?] = []
+      for _ in 0..<2 {
+        received.append(
+          try await withDeadline(.seconds(2), "receive()", hint: receiveHint) {
+            try await channel.receive()
+          })
+      }
+      #expect(received == [1, 3])
+      try await senders[0].value("the first send(_:)", hint: sendHint)
+      try await senders[2].value("the third send(_:)", hint: sendHint)
+    }
+
+    @Test("A task that is already cancelled does not wait in send or receive")
+    func alreadyCancelled() async throws {
+      // Two channels, so that the two calls cannot meet each other.
+      let empty = Channel<Int>(capacity: 0)
+      let full = Channel<Int>(capacity: 0)
+      let receiving = Started {
+        withUnsafeCurrentTask { $0?.cancel() }
+        return try await empty.receive()
+      }
+      let sending = Started {
+        withUnsafeCurrentTask { $0?.cancel() }
+        try await full.send(1)
+      }
+
+      let received = try await receiving.result(
+        "receive() in a cancelled task", hint: alreadyCancelledHint)
+      let sent = try await sending.result(
+        "send(_:) in a cancelled task", hint: alreadyCancelledHint)
+
+      #expect(throws: CancellationError.self) { try received.get() }
+      #expect(throws: CancellationError.self) { try sent.get() }
+    }
+
+    @Test(
+      "A sender cancelled as a receiver arrives: its element is received once if send returned, never if it threw",
+      arguments: [0, 1])
+    func cancelSenderRacingHandOff(capacity: Int) async throws {
+      for round in 1...150 {
+        let channel = Channel<Int>(capacity: capacity)
+        if capacity == 1 { try await fill(channel, with: 0) }
+        let sending = Started { try await channel.send(round) }
+        if round % 2 == 0 { await Task.yield() }
+        let receiving = Started { try await channel.receive() }
+        sending.cancel()
+
+        let sent = try await sending.result(
+          "a send(_:) cancelled during a hand-off", hint: cancelHint)
+        // If the send was cancelled first, the receiver still waits: closing ends it.
+        channel.close()
+        let first = try await receiving.value("receive()", hint: closeHint)
+        let everything = [first].compactMap { $0 } + (try await drain(channel))
+
+        let copies = everything.filter { $0 == round }.count
+        switch sent {
+        case .success:
+          #expect(copies == 1, "round \(round): send returned, so its element must arrive once")
+        case .failure(let error):
+          #expect(error is CancellationError, "round \(round): send threw \(error)")
+          #expect(copies == 0, "round \(round): send threw, yet its element was received")
+        }
+        if capacity == 1 { #expect(everything.first == 0, "round \(round): lost the buffered 0") }
+      }
+    }
+
+    @Test(
+      "A receiver cancelled as a sender arrives: it takes the element or nothing, and nothing is lost"
+    )
+    func cancelReceiverRacingHandOff() async throws {
+      for round in 1...150 {
+        let channel = Channel<Int>(capacity: 0)
+        let receiving = Started { try await channel.receive() }
+        if round % 2 == 0 { await Task.yield() }
+        let sending = Started { try await channel.send(round) }
+        receiving.cancel()
+
+        let taken = try await receiving.result(
+          "a receive() cancelled during a hand-off", hint: cancelHint)
+        switch taken {
+        case .success(let element):
+          #expect(
+            element == round, "round \(round): the receiver got \(String(describing: element))")
+          try await sending.value("send(_:) whose element was taken", hint: sendHint)
+        case .failure(let error):
+          #expect(error is CancellationError, "round \(round): receive threw \(error)")
+          // The element is still the sender's: the next receiver must get it.
+          let next = try await withDeadline(.seconds(2), "the next receive()", hint: receiveHint) {
+            try await channel.receive()
+          }
+          #expect(next == round, "round \(round): the cancelled receiver lost the element")
+          try await sending.value("send(_:) to the next receiver", hint: sendHint)
+        }
+      }
+    }
+
+    // MARK: Many at once
+
+    @Test(
+      "Many producers and consumers: every element exactly once, in each producer's order",
+      arguments: [0, 1, 16])
+    func manyProducersAndConsumers(capacity: Int) async throws {
+      let producers = 8
+      let consumers = 6
+      let perProducer = 250
+      let sent = (0..<producers).flatMap { producer in
+        (0..<perProducer).map { producer * 10_000 + $0 }
+      }
+
+      for round in 1...5 {
+        let channel = Channel<Int>(capacity: capacity)
+        let received = try await withDeadline(
+          .seconds(5), "round \(round) of \(producers) producers and \(consumers) consumers",
+          hint: "some send or receive was never resumed; look for a path that suspends without "
+            + "storing its continuation, or takes one out without resuming it"
+        ) {
+          let producing = Task {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+              for producer in 0..<producers {
+                group.addTask {
+                  for index in 0..<perProducer { try await channel.send(producer * 10_000 + index) }
+                }
+              }
+              try await group.waitForAll()
+            }
+            channel.close()
+          }
+          let received = try await withThrowingTaskGroup(of: [Int].self) { group in
+            for _ in 0..<consumers {
+              group.addTask {
+                var received: [Int] = []
+                for try await element in channel { received.append(element) }
+                return received
+              }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+          }
+          try await producing.value
+          return received
+        }
+
+        for (consumer, elements) in received.enumerated() {
+          for producer in 0..<producers {
+            #expect(
+              isIncreasing(elements.filter { $0 / 10_000 == producer }),
+              "round \(round): consumer \(consumer) got producer \(producer)'s elements out of order"
+            )
+          }
+        }
+        let everything = received.flatMap { $0 }
+        #expect(
+          everything.count == sent.count,
+          "round \(round): sent \(sent.count), received \(everything.count)")
+        #expect(
+          everything.sorted() == sent,
+          "round \(round): the elements received differ from those sent")
+      }
+    }
+
+    @Test(
+      "Cancelling senders and receivers at random loses and duplicates nothing",
+      arguments: [0, 4])
+    func randomCancellation(capacity: Int) async throws {
+      let producers = 6
+      let consumers = 6
+      let perProducer = 200
+
+      for round in 1...5 {
+        let channel = Channel<Int>(capacity: capacity)
+        let delivered = Locked<[Int]>([])
+        let consumed = (0..<consumers).map { _ in Locked<[Int]>([]) }
+
+        try await withDeadline(
+          .seconds(5), "round \(round) with cancellations",
+          hint: "a cancelled send or receive was never resumed, or a waiter was left in a queue"
+        ) {
+          let sending = (0..<producers).map { producer in
+            Task {
+              for index in 0..<perProducer {
+                do {
+                  try await channel.send(producer * 10_000 + index)
+                  delivered.withLock { $0.append(producer * 10_000 + index) }
+                } catch {
+                  return
+                }
+              }
+            }
+          }
+          let receiving = (0..<consumers).map { consumer in
+            Task {
+              for try await element in channel {
+                consumed[consumer].withLock { $0.append(element) }
+              }
+            }
+          }
+          // Every other producer and consumer is cancelled at some point while they work;
+          // consumer 0 and 1 never are, so somebody drains the channel.
+          for index in stride(from: 1, to: producers, by: 2) {
+            try await Task.sleep(for: .milliseconds(Int.random(in: 0...3)))
+            sending[index].cancel()
+            if index + 1 < consumers { receiving[index + 1].cancel() }
+          }
+          for task in sending { await task.value }
+          channel.close()
+          for task in receiving { _ = await task.result }
+        }
+
+        let received = consumed.flatMap(\.value)
+        let sent = delivered.value
+        #expect(
+          received.count == sent.count,
+          "round \(round): \(sent.count) sends returned, \(received.count) elements received")
+        #expect(
+          received.sorted() == sent.sorted(),
+          "round \(round): received elements differ from those whose send returned")
+        for (consumer, elements) in consumed.enumerated() {
+          for producer in 0..<producers {
+            #expect(
+              isIncreasing(elements.value.filter { $0 / 10_000 == producer }),
+              "round \(round): consumer \(consumer) got producer \(producer)'s elements out of order"
+            )
+          }
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,276 @@
+import Testing
+import WorkbookTesting
+
+@testable import Channels
+
+private let endHint =
+  "the pipeline did not end after its source was finished; when the workers' stage has "
+  + "handed on its last result, finish the results stream so the consumer's loop ends"
+private let stopHint =
+  "the pipeline kept going after a stage failed or its task was cancelled; run the stages "
+  + "as child tasks of one task group, so that an error cancels the others"
+
+private let onceHint =
+  "each element must be transformed exactly once; read the source in one place, since a "
+  + "sequence that several tasks iterate may give each of them every element"
+
+/// A source that has already been fed `elements` and finished.
+private func finishedSource(_ elements: some Sequence<Int>) -> AsyncStream<Int> {
+  let (source, feed) = AsyncStream.makeStream(of: Int.self)
+  for element in elements { feed.yield(element) }
+  feed.finish()
+  return source
+}
+
+/// A source that starts over for every iterator, as many AsyncSequences do (an array's
+/// elements, the lines of a file): read it from two tasks and each gets every element.
+private struct Numbers: AsyncSequence, Sendable {
+  let range: ClosedRange<Int>
+
+  init(_ range: ClosedRange<Int>) {
+    self.range = range
+  }
+
+  struct AsyncIterator: AsyncIteratorProtocol {
+    var upcoming: Int
+    let last: Int
+
+    mutating func next() async -> Int? {
+      guard upcoming <= last else { return nil }
+      await Task.yield()
+      defer { upcoming += 1 }
+      return upcoming
+    }
+  }
+
+  func makeAsyncIterator() -> AsyncIterator {
+    AsyncIterator(upcoming: range.lowerBound, last: range.upperBound)
+  }
+}
+
+/// A source that yields 1, 2, 3… every few milliseconds and is never finished: only a
+/// pipeline that stops by itself ends.
+private func endlessSource() -> AsyncStream<Int> {
+  AsyncStream { continuation in
+    let feeding = Task {
+      var element = 0
+      while !Task.isCancelled {
+        element += 1
+        continuation.yield(element)
+        try? await Task.sleep(for: .milliseconds(2))
+      }
+    }
+    continuation.onTermination = { _ in feeding.cancel() }
+  }
+}
+
+/// What the transforms and the consumer did, recorded from every task.
+private final class Activity: Sendable {
+  /// Transforms running now, the most that ever ran at once, and how many started.
+  let transforms = Locked((running: 0, most: 0, started: 0))
+  let consumed = Locked<[Int]>([])
+
+  func transformStarted() {
+    transforms.withLock {
+      $0.running += 1
+      $0.started += 1
+      $0.most = max($0.most, $0.running)
+    }
+  }
+
+  func transformEnded() {
+    transforms.withLock { $0.running -= 1 }
+  }
+
+  /// A transform that takes a little while (`delay`) and multiplies by ten. Unless it
+  /// `stopsWhenCancelled`, it finishes its work even in a cancelled task, as CPU-bound work
+  /// does: then only the pipeline itself can report the cancellation.
+  func timesTen(
+    delay: Duration = .milliseconds(1), stopsWhenCancelled: Bool = true
+  ) -> @Sendable (Int) async throws -> Int {
+    { [self] element in
+      transformStarted()
+      defer { transformEnded() }
+      if stopsWhenCancelled {
+        try await Task.sleep(for: delay)
+      } else {
+        try? await Task.sleep(for: delay)
+      }
+      return element * 10
+    }
+  }
+
+  func record(_ result: Int) async throws {
+    consumed.withLock { $0.append(result) }
+  }
+}
+
+@Suite("6.3 Pipelines")
+struct PipelinesTests {
+  @Test("Every element is transformed once and each result consumed once", arguments: [1, 3, 8])
+  func everyElementOnce(workers: Int) async throws {
+    let activity = Activity()
+
+    try await withDeadline(.seconds(2), "runPipeline(…)", hint: endHint) {
+      try await runPipeline(
+        source: Numbers(1...60), workers: workers, transform: activity.timesTen(),
+        consume: activity.record)
+    }
+
+    try #require(
+      activity.transforms.value.started == 60,
+      Comment(rawValue: onceHint))
+    #expect(activity.consumed.value.sorted() == (1...60).map { $0 * 10 })
+  }
+
+  @Test("With one worker, results keep the source's order")
+  func oneWorkerKeepsOrder() async throws {
+    let activity = Activity()
+
+    try await withDeadline(.seconds(2), "runPipeline(…)", hint: endHint) {
+      try await runPipeline(
+        source: Numbers(1...30), workers: 1, transform: activity.timesTen(),
+        consume: activity.record)
+    }
+
+    #expect(activity.consumed.value == (1...30).map { $0 * 10 })
+  }
+
+  @Test("Finishing the source closes the pipeline, after its last result is consumed")
+  func finishingTheSourceEndsIt() async throws {
+    let activity = Activity()
+    let (source, feed) = AsyncStream.makeStream(of: Int.self)
+    let running = Started {
+      try await runPipeline(
+        source: source, workers: 3, transform: activity.timesTen(), consume: activity.record)
+    }
+    for element in 1...10 {
+      feed.yield(element)
+      try await Task.sleep(for: .milliseconds(5))
+    }
+    try await expectStillWaiting(running, "runPipeline returned while its source was still open")
+
+    feed.finish()
+
+    try await running.value("runPipeline(…) after its source finished", hint: endHint)
+    #expect(activity.consumed.value.sorted() == (1...10).map { $0 * 10 })
+  }
+
+  @Test("An empty source ends the pipeline at once")
+  func emptySource() async throws {
+    let activity = Activity()
+
+    try await withDeadline(.seconds(2), "runPipeline(…)", hint: endHint) {
+      try await runPipeline(
+        source: finishedSource([]), workers: 2, transform: activity.timesTen(),
+        consume: activity.record)
+    }
+
+    #expect(activity.consumed.value.isEmpty)
+  }
+
+  @Test(
+    "Runs as many transforms at once as there are workers, and never more",
+    arguments: [2, 4])
+  func fansOutToTheWorkers(workers: Int) async throws {
+    let activity = Activity()
+    // Each transform waits (up to a second) until `workers` of them have run at once, then
+    // lingers a little so that any extra ones would overlap too.
+    let transform: @Sendable (Int) async throws -> Int = { element in
+      activity.transformStarted()
+      defer { activity.transformEnded() }
+      _ = await eventually(within: .seconds(1)) { activity.transforms.value.most >= workers }
+      try await Task.sleep(for: .milliseconds(10))
+      return element
+    }
+
+    try await withDeadline(.seconds(5), "runPipeline(…)", hint: endHint) {
+      try await runPipeline(
+        source: finishedSource(1...(3 * workers)), workers: workers, transform: transform,
+        consume: activity.record)
+    }
+
+    let most = activity.transforms.value.most
+    #expect(most == workers, "\(most) transforms ran at once with \(workers) workers")
+    #expect(activity.consumed.value.sorted() == Array(1...(3 * workers)))
+  }
+
+  @Test("A failing transform fails the pipeline, and nothing runs after it returns")
+  func failingTransform() async throws {
+    let activity = Activity()
+    let transform: @Sendable (Int) async throws -> Int = { element in
+      activity.transformStarted()
+      defer { activity.transformEnded() }
+      if element == 5 { throw Boom(tag: element) }
+      try await Task.sleep(for: .milliseconds(20))
+      return element
+    }
+
+    await #expect(throws: Boom(tag: 5)) {
+      try await withDeadline(.seconds(2), "runPipeline(…) with a failing transform", hint: stopHint)
+      {
+        try await runPipeline(
+          source: endlessSource(), workers: 3, transform: transform, consume: activity.record)
+      }
+    }
+
+    let atReturn = activity.transforms.value
+    #expect(atReturn.running == 0, "a transform was still running when runPipeline returned")
+    try await Task.sleep(for: .milliseconds(100))
+    #expect(
+      activity.transforms.value.started == atReturn.started,
+      "transforms started after runPipeline returned")
+  }
+
+  @Test("A failing consumer stops the pipeline, and nothing runs after it returns")
+  func failingConsumer() async throws {
+    let activity = Activity()
+    let consume: @Sendable (Int) async throws -> Void = { result in
+      try await activity.record(result)
+      if activity.consumed.value.count == 3 { throw Boom(tag: 3) }
+    }
+
+    await #expect(throws: Boom(tag: 3)) {
+      try await withDeadline(.seconds(2), "runPipeline(…) with a failing consumer", hint: stopHint)
+      {
+        try await runPipeline(
+          source: endlessSource(), workers: 3,
+          transform: activity.timesTen(delay: .milliseconds(5)),
+          consume: consume)
+      }
+    }
+
+    let atReturn = activity.transforms.value
+    #expect(atReturn.running == 0, "a transform was still running when runPipeline returned")
+    try await Task.sleep(for: .milliseconds(100))
+    #expect(
+      activity.transforms.value.started == atReturn.started,
+      "transforms started after runPipeline returned")
+  }
+
+  @Test("Cancelling the pipeline's task stops every stage and throws CancellationError")
+  func cancellation() async throws {
+    let activity = Activity()
+    let running = Started {
+      try await runPipeline(
+        source: endlessSource(), workers: 3,
+        transform: activity.timesTen(delay: .milliseconds(5), stopsWhenCancelled: false),
+        consume: activity.record)
+    }
+    _ = await eventually { activity.consumed.value.count >= 3 || running.isFinished }
+    try #require(!running.isFinished, "runPipeline returned although its source never finished")
+
+    running.cancel()
+
+    let result = try await running.result("a cancelled runPipeline(…)", hint: stopHint)
+    #expect(throws: CancellationError.self, "a cancelled pipeline must not look finished") {
+      try result.get()
+    }
+    let atReturn = activity.transforms.value
+    #expect(atReturn.running == 0, "a transform was still running when runPipeline returned")
+    try await Task.sleep(for: .milliseconds(100))
+    #expect(
+      activity.transforms.value.started == atReturn.started,
+      "transforms started after runPipeline returned")
+  }
+}

@@ -1,0 +1,239 @@
+import Testing
+import WorkbookTesting
+
+@testable import Channels
+
+private let handOffHint =
+  "a receiver was already waiting, so the buffer was empty: send(_:) must hand the element "
+  + "to that receiver (resume it), not keep it in the buffer"
+private let closeHint = "after close(), receive() returns what is kept, then nil"
+
+/// Receives until `channel` ends, each receive within the deadline.
+private func drain(_ channel: NonBlockingChannel<Int>) async throws -> [Int] {
+  var received: [Int] = []
+  while let element = try await withDeadline(
+    .seconds(2), "receive() on a closed channel", hint: closeHint,
+    { try await channel.receive() })
+  {
+    received.append(element)
+  }
+  return received
+}
+
+/// Sends `element`, expecting it to be accepted.
+private func send(
+  _ element: Int, to channel: NonBlockingChannel<Int>,
+  sourceLocation: SourceLocation = #_sourceLocation
+) throws {
+  try #require(
+    channel.send(element), "send(\(element)) was refused by an open channel",
+    sourceLocation: sourceLocation)
+}
+
+@Suite("6.4 Buffer kinds")
+struct BufferKindsTests {
+  // MARK: Unlimited
+
+  @Test("Unlimited: a burst of sends never waits, and every element arrives in order")
+  func unlimitedKeepsEverything() async throws {
+    let channel = NonBlockingChannel<Int>(.unlimited)
+    for element in 0..<10_000 { try send(element, to: channel) }
+    channel.close()
+
+    let received = try await drain(channel)
+
+    #expect(received.count == 10_000, "an unlimited channel must keep every element")
+    #expect(received == Array(0..<10_000))
+  }
+
+  @Test("Unlimited: a slow receiver still gets every element, in order")
+  func unlimitedSlowReceiver() async throws {
+    let channel = NonBlockingChannel<Int>(.unlimited)
+    let receiving = Started {
+      var received: [Int] = []
+      for try await element in channel {
+        received.append(element)
+        try await Task.sleep(for: .milliseconds(1))
+      }
+      return received
+    }
+    for element in 1...50 { try send(element, to: channel) }
+    channel.close()
+
+    #expect(try await receiving.value("iterating the channel", hint: closeHint) == Array(1...50))
+  }
+
+  // MARK: Conflated
+
+  @Test("Conflated: a receiver that falls behind gets only the newest element")
+  func conflatedKeepsTheNewest() async throws {
+    let channel = NonBlockingChannel<Int>(.conflated)
+    for element in 1...3 { try send(element, to: channel) }
+
+    let received = try await withDeadline(.seconds(2), "receive()", hint: "an element was kept") {
+      try await channel.receive()
+    }
+    #expect(received == 3, "a conflated channel keeps the newest element, not the oldest")
+
+    // Nothing older is left behind the newest.
+    let next = Started { try await channel.receive() }
+    try await expectStillWaiting(next, "receive() found an out-of-date element")
+    try send(4, to: channel)
+    #expect(try await next.value("receive()", hint: handOffHint) == 4)
+  }
+
+  @Test("Conflated: a burst of sends never waits and keeps one element")
+  func conflatedBurst() async throws {
+    let channel = NonBlockingChannel<Int>(.conflated)
+    for element in 0..<10_000 { try send(element, to: channel) }
+    channel.close()
+
+    #expect(try await drain(channel) == [9_999])
+  }
+
+  @Test("Conflated: a waiting receiver gets the very next element, nothing is skipped")
+  func conflatedWaitingReceiver() async throws {
+    let channel = NonBlockingChannel<Int>(.conflated)
+    let first = Started { try await channel.receive() }
+    try await expectStillWaiting(first, "receive() returned from an empty channel")
+    let second = Started { try await channel.receive() }
+    try await expectStillWaiting(second, "receive() returned from an empty channel")
+
+    try send(1, to: channel)
+    try send(2, to: channel)
+
+    #expect(try await first.value("the first waiting receive()", hint: handOffHint) == 1)
+    #expect(try await second.value("the second waiting receive()", hint: handOffHint) == 2)
+  }
+
+  @Test("Conflated: the newest element is still received after close(), then nil")
+  func conflatedCloseKeepsTheLast() async throws {
+    let channel = NonBlockingChannel<Int>(.conflated)
+    try send(1, to: channel)
+    try send(2, to: channel)
+
+    channel.close()
+
+    #expect(try await drain(channel) == [2])
+  }
+
+  @Test("Conflated: a fast sender and a slow receiver; the receiver sees increasing, recent values")
+  func conflatedProgress() async throws {
+    let channel = NonBlockingChannel<Int>(.conflated)
+    let receiving = Started {
+      var seen: [Int] = []
+      for try await element in channel {
+        seen.append(element)
+        try await Task.sleep(for: .milliseconds(10))
+      }
+      return seen
+    }
+    for percent in 1...100 {
+      try send(percent, to: channel)
+      if percent % 10 == 0 { try await Task.sleep(for: .milliseconds(3)) }
+    }
+    channel.close()
+
+    let seen = try await receiving.value("iterating the channel", hint: closeHint)
+    #expect(isIncreasing(seen), "\(seen)")
+    #expect(seen.last == 100, "the last value sent must be received: \(seen)")
+    #expect(seen.count < 100, "a slow receiver of a conflated channel skips values: \(seen)")
+  }
+
+  // MARK: Both
+
+  @Test("After close(), sends are refused", arguments: [BufferKind.unlimited, .conflated])
+  func sendAfterClose(kind: BufferKind) async throws {
+    let channel = NonBlockingChannel<Int>(kind)
+    try send(1, to: channel)
+    channel.close()
+
+    #expect(!channel.send(2), "send(_:) accepted an element after close()")
+    #expect(try await drain(channel) == [1])
+  }
+
+  @Test(
+    "close() ends every waiting receiver with nil", arguments: [BufferKind.unlimited, .conflated])
+  func closeEndsWaitingReceivers(kind: BufferKind) async throws {
+    let channel = NonBlockingChannel<Int>(kind)
+    let receivers = (0..<3).map { _ in Started { try await channel.receive() } }
+    for receiver in receivers {
+      try await expectStillWaiting(receiver, "receive() returned from an empty channel")
+    }
+    // An open channel that refuses the first send would fail here, before closing.
+    try send(1, to: channel)
+
+    channel.close()
+
+    var results: [Int?] = []
+    for receiver in receivers {
+      results.append(try await receiver.value("a waiting receive() at close()", hint: closeHint))
+    }
+    #expect(results.sorted { ($0 ?? 0) < ($1 ?? 0) } == [nil, nil, 1])
+  }
+
+  @Test(
+    "A cancelled waiting receiver throws CancellationError and takes nothing",
+    arguments: [BufferKind.unlimited, .conflated])
+  func cancelledReceiver(kind: BufferKind) async throws {
+    let channel = NonBlockingChannel<Int>(kind)
+    let cancelled = Started { try await channel.receive() }
+    try await expectStillWaiting(cancelled, "receive() returned from an empty channel")
+
+    cancelled.cancel()
+    let result = try await cancelled.result(
+      "a cancelled receive()", hint: "the provided receive() handles cancellation")
+    try send(5, to: channel)
+    channel.close()
+
+    #expect(throws: CancellationError.self) { try result.get() }
+    #expect(try await drain(channel) == [5], "the cancelled receiver took the element")
+  }
+
+  @Test(
+    "Many senders and receivers at once: nothing is received twice",
+    arguments: [BufferKind.unlimited, .conflated])
+  func manySendersAndReceivers(kind: BufferKind) async throws {
+    let senders = 4
+    let perSender = 500
+    let channel = NonBlockingChannel<Int>(kind)
+
+    let received = try await withDeadline(
+      .seconds(5), "4 senders and 4 receivers",
+      hint: "a receiver was never resumed; send(_:) must hand an element to a waiting receiver"
+    ) {
+      try await withThrowingTaskGroup(of: [Int].self) { group in
+        for _ in 0..<4 {
+          group.addTask {
+            var received: [Int] = []
+            for try await element in channel { received.append(element) }
+            return received
+          }
+        }
+        try await withThrowingTaskGroup(of: Void.self) { sending in
+          for sender in 0..<senders {
+            sending.addTask {
+              for index in 0..<perSender {
+                try send(sender * 10_000 + index, to: channel)
+                if index % 50 == 0 { await Task.yield() }
+              }
+            }
+          }
+          try await sending.waitForAll()
+        }
+        channel.close()
+        return try await group.reduce(into: []) { $0 += $1 }
+      }
+    }
+
+    let sent = (0..<senders).flatMap { sender in (0..<perSender).map { sender * 10_000 + $0 } }
+    #expect(Set(received).count == received.count, "an element was received twice")
+    #expect(Set(received).isSubset(of: sent), "an element nobody sent was received")
+    switch kind {
+    case .unlimited:
+      #expect(received.sorted() == sent.sorted(), "an unlimited channel loses nothing")
+    case .conflated:
+      #expect(!received.isEmpty)
+    }
+  }
+}
