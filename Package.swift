@@ -27,6 +27,7 @@ let chapters: [(folder: String, module: String)] = [
   ("04-Streams", "Streams"),
   ("05-Futures", "Futures"),
   ("06-Channels", "Channels"),
+  ("07-Structured", "Structured"),
 ]
 
 let environment = Context.environment

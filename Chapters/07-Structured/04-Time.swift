@@ -1,0 +1,37 @@
+import CoroutineKit
+
+// The coroutine way: retry a request, blocking the coroutine's thread between attempts,
+// twice as long each time.
+//
+//     queue.coroutineFuture { () -> Report in
+//       var wait = firstDelay
+//       for attempt in 1...attempts {
+//         do { return try fetch().await() } catch where attempt < attempts {
+//           Coroutine.delay(wait)
+//           wait *= 2
+//         }
+//       }
+//     }
+//
+// The delay is real time: a test of it waits for real, and nothing can interrupt it.
+
+/// Runs `operation` up to `attempts` times, until it succeeds, and returns its value.
+///
+/// After the first failure it waits `firstDelay`, then twice as long after each failure
+/// after that; after the last attempt it rethrows that attempt's error at once. It waits
+/// on `clock`, so a test can pass a clock it controls; a cancelled task stops waiting and
+/// throws `CancellationError`.
+func retrying<Value: Sendable>(
+  attempts: Int,
+  firstDelay: Duration,
+  clock: some Clock<Duration>,
+  _ operation: @Sendable () async throws -> Value
+) async throws -> Value {
+  // TODO: Call `operation` in a loop. When it throws and attempts remain, wait with
+  // `try await Task.sleep(for: delay, clock: clock)` (never `Coroutine.delay`, never the
+  // default clock), and double the delay for next time.
+  throw Unfinished()
+}
+
+/// Thrown until the TODO above is done.
+private struct Unfinished: Error {}

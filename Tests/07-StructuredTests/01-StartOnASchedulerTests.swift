@@ -1,0 +1,114 @@
+import CoroutineKit
+import Dispatch
+import Testing
+import WorkbookTesting
+
+@testable import Structured
+
+private enum LookupError: Error {
+  case notFound
+}
+
+private let loadHint =
+  "the task never got past waiting for the future: resume the continuation from "
+  + "whenComplete, whatever the result"
+
+/// A future for `result`, completed later on a background queue.
+private func later(
+  _ result: Result<String, any Error>, after delay: Double = 0.05
+)
+  -> CoFuture<String>
+{
+  let promise = CoPromise<String>()
+  DispatchQueue.global().asyncAfter(deadline: .now() + delay) { promise.complete(with: result) }
+  return promise
+}
+
+// The screen is main-actor isolated, so these tests run on the main actor too.
+@MainActor
+@Suite("7.1 Start on a scheduler")
+struct StartOnASchedulerTests {
+  @Test("load() shows Loading… at once, then the name, for a late or a ready future")
+  func showsTheName() async throws {
+    for ready in [false, true] {
+      let screen = ProfileScreen { _ in
+        ready ? CoFuture(value: "Ada Lovelace") : later(.success("Ada Lovelace"))
+      }
+
+      let task = screen.load("ada")
+      #expect(
+        screen.status == "Loading…",
+        "load() must show Loading… before it returns: the body of a new Task runs later")
+
+      try await withDeadline(.seconds(2), "load(\"ada\")", hint: loadHint) { await task.value }
+
+      #expect(screen.status == "Ada Lovelace")
+    }
+  }
+
+  @Test("load() shows Unavailable when the lookup fails")
+  func showsUnavailable() async throws {
+    let screen = ProfileScreen { _ in later(.failure(LookupError.notFound)) }
+
+    let task = screen.load("nobody")
+    try await withDeadline(
+      .seconds(2), "load(\"nobody\")",
+      hint: "a failed future must resume the continuation too: resume(with:) the result"
+    ) { await task.value }
+
+    #expect(screen.status == "Unavailable")
+  }
+
+  @Test("The main actor stays free while the lookup is pending")
+  func mainActorStaysFree() async throws {
+    let promise = CoPromise<String>()
+    let screen = ProfileScreen { _ in promise }
+    let task = screen.load("ada")
+
+    // This test runs on the main actor: each await below needs it to be free.
+    for _ in 0..<10 { await Task.yield() }
+    #expect(screen.status == "Loading…")
+    promise.success("Ada Lovelace")
+
+    try await withDeadline(.seconds(2), "load(\"ada\")", hint: loadHint) { await task.value }
+    #expect(screen.status == "Ada Lovelace")
+  }
+
+  @Test("Cancelling the load cancels the lookup, and nothing changes on screen after that")
+  func cancellingCancelsTheLookup() async throws {
+    let promise = CoPromise<String>()
+    let screen = ProfileScreen { _ in promise }
+    let task = screen.load("ada")
+
+    task.cancel()
+    try await withDeadline(
+      .seconds(2), "a cancelled load()",
+      hint: "cancelling the task must cancel the future (withTaskCancellationHandler), "
+        + "or the task waits for an answer nobody wants"
+    ) { await task.value }
+    promise.success("Ada Lovelace")  // Too late: ignored if cancelled already.
+
+    #expect(promise.isCanceled, "cancelling the load should cancel its future")
+    #expect(screen.status == "Loading…", "a cancelled load must not change the screen")
+  }
+
+  @Test("A new load cancels the one before, so a late answer never replaces a newer one")
+  func newLoadWins() async throws {
+    let slow = CoPromise<String>()
+    let screen = ProfileScreen { id in
+      id == "ada" ? slow : later(.success("Grace Hopper"), after: 0.01)
+    }
+
+    let first = screen.load("ada")
+    let second = screen.load("grace")
+    try await withDeadline(.seconds(2), "load(\"grace\")", hint: loadHint) { await second.value }
+    slow.success("Ada Lovelace")
+    _ = try await withDeadline(
+      .seconds(2), "the first load(\"ada\")",
+      hint: "load() must cancel the previous load's task, and that task must end"
+    ) { await first.value }
+
+    #expect(screen.status == "Grace Hopper", "the first, older load replaced the newer one")
+    #expect(slow.isCanceled, "the new load should cancel the previous load's future")
+  }
+}

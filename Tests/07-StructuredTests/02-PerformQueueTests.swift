@@ -1,0 +1,90 @@
+import LegacyKit
+import Testing
+import WorkbookTesting
+
+@testable import Structured
+
+private let hint =
+  "the actor's job never ran: enqueue(_:) must run every job on the queue with "
+  + "runSynchronously(on:)"
+
+private func offQueueMessage(_ context: RecordContext) -> Comment {
+  """
+  the records were touched \(context.offQueueAccesses) time(s) off the context's queue: \
+  the actor needs a custom executor that runs its jobs on context.queue (unownedExecutor)
+  """
+}
+
+@Suite("7.2 A perform-style scheduler")
+struct PerformQueueTests {
+  @Test("Adds and reads notes on the context's queue, and only there")
+  func touchesRecordsOnTheQueue() async throws {
+    let context = RecordContext()
+    let store = NoteStore(context: context)
+
+    let (counts, titles) = try await withDeadline(.seconds(2), "add(_:) and titles()", hint: hint) {
+      var counts: [Int] = []
+      for title in ["milk", "eggs", "bread"] { counts.append(await store.add(title)) }
+      return (counts, await store.titles())
+    }
+
+    #expect(counts == [1, 2, 3])
+    #expect(titles == ["milk", "eggs", "bread"])
+    #expect(context.offQueueAccesses == 0, offQueueMessage(context))
+  }
+
+  @Test("perform blocks and the actor's methods run on one queue, in the order submitted")
+  func sharesTheQueueInOrder() async throws {
+    let context = RecordContext()
+    let store = NoteStore(context: context)
+
+    let titles = try await withDeadline(.seconds(2), "add(_:) and titles()", hint: hint) {
+      context.perform { context.insert("from perform 1") }
+      _ = await store.add("from the actor")
+      context.perform { context.insert("from perform 2") }
+      // Queued after the second block on the same serial queue, so it must see it.
+      return await store.titles()
+    }
+
+    #expect(titles == ["from perform 1", "from the actor", "from perform 2"])
+    #expect(context.offQueueAccesses == 0, offQueueMessage(context))
+  }
+
+  @Test("Many callers and perform blocks at once lose no note")
+  func concurrentCallers() async throws {
+    let context = RecordContext()
+    let store = NoteStore(context: context)
+
+    let titles = try await withDeadline(.seconds(2), "100 add(_:) calls", hint: hint) {
+      await withTaskGroup(of: Void.self) { group in
+        for index in 0..<50 {
+          group.addTask { _ = await store.add("task \(index)") }
+          context.perform { context.insert("block \(index)") }
+        }
+      }
+      // After every add; a final block on the queue flushes the remaining perform blocks.
+      await withCheckedContinuation { done in context.perform { done.resume() } }
+      return await store.titles()
+    }
+
+    #expect(titles.count == 100)
+    #expect(Set(titles).count == 100)
+    #expect(context.offQueueAccesses == 0, offQueueMessage(context))
+  }
+
+  @Test("Two stores on two contexts each stay on their own queue")
+  func twoContexts() async throws {
+    let first = RecordContext(label: "first")
+    let second = RecordContext(label: "second")
+    let stores = [NoteStore(context: first), NoteStore(context: second)]
+
+    let titles = try await withDeadline(.seconds(2), "add(_:) on two stores", hint: hint) {
+      _ = await stores[0].add("one")
+      _ = await stores[1].add("two")
+      return [await stores[0].titles(), await stores[1].titles()]
+    }
+
+    #expect(titles == [["one"], ["two"]])
+    #expect(first.offQueueAccesses + second.offQueueAccesses == 0, offQueueMessage(first))
+  }
+}

@@ -1,0 +1,191 @@
+import Testing
+import WorkbookTesting
+
+@testable import Structured
+
+private struct Outage: Error, Equatable {
+  let attempt: Int
+}
+
+private let sleepHint =
+  "retrying(…) never slept on the clock it was given: wait with "
+  + "Task.sleep(for: delay, clock: clock), not on another clock"
+
+/// An operation that fails `failures` times, then returns "report", counting its calls.
+private func flaky(failures: Int, calls: Locked<Int>) -> @Sendable () async throws -> String {
+  {
+    let attempt = calls.withLock { calls in
+      calls += 1
+      return calls
+    }
+    if attempt <= failures { throw Outage(attempt: attempt) }
+    return "report"
+  }
+}
+
+private struct StoppedEarly: Error {}
+
+/// Returns once `retry` is asleep on `clock` after `attempt` attempts. If `retry` ends
+/// instead, records how it ended and throws: a retry that never waits is the bug to show.
+private func asleep(
+  _ clock: ManualClock, _ retry: Task<String, any Error>, after attempt: Int,
+  sleepers: Int = 1, sourceLocation: SourceLocation = #_sourceLocation
+) async throws {
+  let (events, report) = AsyncStream.makeStream(
+    of: Result<String, any Error>?.self, bufferingPolicy: .bufferingOldest(1))
+  let sleeping = Task {
+    await clock.sleeping(sleepers)
+    report.yield(nil)
+  }
+  let ending = Task { report.yield(await retry.result) }
+  defer {
+    sleeping.cancel()
+    ending.cancel()
+  }
+  let first = try await withDeadline(
+    .seconds(2), "a sleep after attempt \(attempt)", hint: sleepHint,
+    sourceLocation: sourceLocation
+  ) {
+    var iterator = events.makeAsyncIterator()
+    return await iterator.next() ?? nil
+  }
+  guard let ended = first else { return }
+  let outcome: String
+  switch ended {
+  case .success(let value): outcome = "returned \(value)"
+  case .failure(let error): outcome = "threw \(error)"
+  }
+  Issue.record(
+    "retrying(…) \(outcome) after attempt \(attempt), instead of waiting on the clock",
+    sourceLocation: sourceLocation)
+  throw StoppedEarly()
+}
+
+// No test here waits for real: time moves only when a test advances the manual clock.
+@Suite("7.4 Time")
+struct InjectedClockTests {
+  @Test("Returns at once, without waiting, when the first attempt succeeds")
+  func firstAttemptSucceeds() async throws {
+    let clock = ManualClock()
+    let calls = Locked(0)
+
+    let report = try await withDeadline(.seconds(2), "retrying(…)", hint: "it never returned") {
+      try await retrying(
+        attempts: 3, firstDelay: .seconds(1), clock: clock,
+        flaky(failures: 0, calls: calls))
+    }
+
+    #expect(report == "report")
+    #expect(calls.value == 1)
+    #expect(clock.requestedSleeps == [], "nothing failed, so nothing should wait")
+  }
+
+  @Test("Waits on the clock between attempts, twice as long each time")
+  func waitsAndDoubles() async throws {
+    let clock = ManualClock()
+    let calls = Locked(0)
+    let retry = Task {
+      try await retrying(
+        attempts: 4, firstDelay: .seconds(1), clock: clock,
+        flaky(failures: 3, calls: calls))
+    }
+    defer { retry.cancel() }
+
+    for (attempt, wait) in [(1, 1), (2, 2), (3, 4)] {
+      try await asleep(clock, retry, after: attempt)
+      #expect(calls.value == attempt, "attempt \(attempt + 1) started before its wait")
+      clock.advance(by: .seconds(wait) - .milliseconds(1))
+      #expect(clock.sleeperCount == 1, "the wait after attempt \(attempt) ended too early")
+      clock.advance(by: .milliseconds(1))
+    }
+
+    let report = try await withDeadline(.seconds(2), "retrying(…)", hint: sleepHint) {
+      try await retry.value
+    }
+    #expect(report == "report")
+    #expect(calls.value == 4)
+    #expect(clock.requestedSleeps == [.seconds(1), .seconds(2), .seconds(4)])
+  }
+
+  @Test("After the last attempt, rethrows its error at once instead of waiting again")
+  func givesUp() async throws {
+    let clock = ManualClock()
+    let calls = Locked(0)
+    let retry = Task {
+      try await retrying(
+        attempts: 3, firstDelay: .milliseconds(500), clock: clock,
+        flaky(failures: 10, calls: calls))
+    }
+    defer { retry.cancel() }
+
+    for attempt in 1...2 {
+      try await asleep(clock, retry, after: attempt)
+      clock.advance(by: .seconds(10))
+    }
+
+    await #expect(throws: Outage(attempt: 3)) {
+      try await withDeadline(
+        .seconds(2), "retrying(…) after its last attempt",
+        hint: "it waits again after the last attempt; rethrow the error instead"
+      ) { try await retry.value }
+    }
+    #expect(calls.value == 3)
+    #expect(clock.requestedSleeps == [.milliseconds(500), .seconds(1)])
+  }
+
+  @Test("Cancelling the task ends the wait with CancellationError, and starts no attempt")
+  func cancellationEndsTheWait() async throws {
+    let clock = ManualClock()
+    let calls = Locked(0)
+    let retry = Task {
+      try await retrying(
+        attempts: 5, firstDelay: .seconds(30), clock: clock,
+        flaky(failures: 10, calls: calls))
+    }
+    try await asleep(clock, retry, after: 1)
+
+    retry.cancel()
+
+    await #expect(throws: CancellationError.self) {
+      try await withDeadline(
+        .seconds(2), "a cancelled retrying(…)",
+        hint: "the wait must end when the task is cancelled: Task.sleep throws, so use try"
+      ) { try await retry.value }
+    }
+    #expect(calls.value == 1, "attempts went on after the task was cancelled")
+  }
+
+  @Test("Two retries on one clock each keep their own schedule")
+  func twoRetries() async throws {
+    let clock = ManualClock()
+    let fast = Locked(0)
+    let slow = Locked(0)
+    let first = Task {
+      try await retrying(
+        attempts: 2, firstDelay: .seconds(1), clock: clock, flaky(failures: 1, calls: fast))
+    }
+    let second = Task {
+      try await retrying(
+        attempts: 2, firstDelay: .seconds(5), clock: clock, flaky(failures: 1, calls: slow))
+    }
+    defer {
+      first.cancel()
+      second.cancel()
+    }
+    try await asleep(clock, first, after: 1)
+    try await asleep(clock, second, after: 1, sleepers: 2)
+
+    clock.advance(by: .seconds(1))
+    let fastReport = try await withDeadline(.seconds(2), "the 1 s retry", hint: sleepHint) {
+      try await first.value
+    }
+    #expect(fastReport == "report")
+    #expect(slow.value == 1, "the 5 s retry did not wait its 5 seconds")
+
+    clock.advance(by: .seconds(4))
+    let slowReport = try await withDeadline(.seconds(2), "the 5 s retry", hint: sleepHint) {
+      try await second.value
+    }
+    #expect(slowReport == "report")
+  }
+}
