@@ -17,7 +17,7 @@ CHAPTER ?=
 EXERCISE ?=
 SELECT = $(if $(CHAPTER),--chapter $(CHAPTER)) $(if $(EXERCISE),--exercise $(EXERCISE))
 
-.PHONY: help check hint watch test verify fingerprint lint format docs docs-preview bench clean
+.PHONY: help check hint watch test verify fingerprint lint format docs docs-preview bench clean server
 
 help: ## List the targets
 	@echo "Swift Concurrency workbook"
@@ -31,6 +31,7 @@ help: ## List the targets
 	@echo "  make lint | format       swift format, checking or rewriting"
 	@echo "  make docs | docs-preview render the DocC site to docs/site | serve it locally"
 	@echo "  make bench               build the benchmarks (release) and print their tables"
+	@echo "  make server [PORT=4000]  run the Chapter 8 chat server on 127.0.0.1 (PORT=0: any free port)"
 	@echo "  make clean               remove build folders (keeps your progress)"
 
 # The runner binary: rebuilt only when a runner source is newer, and quietly.
@@ -80,6 +81,17 @@ bench: ## Build and run the benchmarks
 	@swift build -c release --package-path Benchmarks > Benchmarks/.build/make-bench.log 2>&1 \
 	  || { cat Benchmarks/.build/make-bench.log; echo "make: building the benchmarks failed" >&2; exit 1; }
 	@Benchmarks/.build/release/continuation-cost
+
+# The Chapter 8 chat server (Support/ChatServerMain), built without any chapter module, in
+# the support tests' build folder. Ctrl-C stops it.
+PORT ?= 0
+server: ## Run the chat server on 127.0.0.1
+	@mkdir -p .build-support
+	@echo "building the chat server…" >&2
+	@WORKBOOK_CHAPTER=0 swift build --scratch-path .build-support --product chat-server \
+	  > .build-support/make-server.log 2>&1 \
+	  || { cat .build-support/make-server.log; echo "make: building the chat server failed" >&2; exit 1; }
+	@exec "$$(WORKBOOK_CHAPTER=0 swift build --scratch-path .build-support --show-bin-path)/chat-server" --port $(PORT)
 
 clean: ## Remove build folders; .workbook/ (your progress) stays
 	@rm -rf .build .build-learner .build-solutions Benchmarks/.build .build-support Runner/.build docs/site

@@ -13,8 +13,9 @@
 //                               0 includes none (`make test` builds the support
 //                               targets and their own tests that way)
 //
-// The support targets (Support/) are always included; CoroutineKit's own tests only when
-// no single chapter is chosen, so grading a chapter never builds (or trips over) them.
+// The support targets (Support/) are always included; their own tests (CoroutineKitTests,
+// ChatKitTests) only when no single chapter is chosen, so grading a chapter never builds
+// (or trips over) them.
 //
 // Keep `chapters` in step with workbook.json; `make test` checks that they agree.
 
@@ -43,7 +44,12 @@ let supportTests: [Target] =
       name: "CoroutineKitTests",
       dependencies: ["CoroutineKit", "WorkbookTesting"],
       path: "Tests/CoroutineKitTests"
-    )
+    ),
+    .testTarget(
+      name: "ChatKitTests",
+      dependencies: ["ChatKit", "WorkbookTesting"],
+      path: "Tests/ChatKitTests"
+    ),
   ] : []
 
 let package = Package(
@@ -62,6 +68,20 @@ let package = Package(
       name: "CoroutineKit",
       path: "Support/CoroutineKit",
       swiftSettings: [.swiftLanguageMode(.v5)]
+    ),
+    // The capstone's chat server and its legacy delegate-based client (Chapter 8 bridges
+    // the client); POSIX sockets and Dispatch sources, no package dependency.
+    .target(
+      name: "ChatKit",
+      path: "Support/ChatKit",
+      exclude: ["README.md"],
+      swiftSettings: [.swiftLanguageMode(.v5)]
+    ),
+    // `make server`: the chat server on 127.0.0.1.
+    .executableTarget(
+      name: "chat-server",
+      dependencies: ["ChatKit"],
+      path: "Support/ChatServerMain"
     ),
     // Deadlines and helpers shared by every chapter's tests.
     .target(
