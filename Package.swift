@@ -29,6 +29,7 @@ let chapters: [(folder: String, module: String)] = [
   ("05-Futures", "Futures"),
   ("06-Channels", "Channels"),
   ("07-Structured", "Structured"),
+  ("08-Capstone", "Capstone"),
 ]
 
 let environment = Context.environment
