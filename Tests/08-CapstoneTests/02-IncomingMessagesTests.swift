@@ -31,7 +31,7 @@ struct IncomingMessagesTests {
 
     let received = try await withDeadline(
       .seconds(2), "the first 4 lines of incomingLines()",
-      hint: "didReceive never yields into the stream: is the delegate set, and still alive?"
+      hint: "didReceive never yields into the stream: set the delegate, and keep it alive"
     ) {
       try await first(4, of: lines)
     }

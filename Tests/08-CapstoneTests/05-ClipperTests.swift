@@ -25,8 +25,11 @@ private struct Session {
   }
 
   /// Waits for the command to end, and says how it ended.
-  func end(_ what: String, hint: String) async throws {
-    try await withDeadline(.seconds(3), what, hint: hint) { [run] in
+  func end(
+    _ what: String, hint: String, sourceLocation: SourceLocation = #_sourceLocation
+  ) async throws {
+    try await withDeadline(.seconds(3), what, hint: hint, sourceLocation: sourceLocation) {
+      [run] in
       try await run.value
     }
   }
