@@ -33,6 +33,9 @@ do {
     name: arguments[0], input: .standardInput,
     output: { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) },
     port: port)
+} catch ClipperError.serverGone {
+  FileHandle.standardError.write(Data("clipper: the server went away\n".utf8))
+  exit(1)
 } catch {
   FileHandle.standardError.write(Data("clipper: \(error)\n".utf8))
   exit(1)
