@@ -17,7 +17,7 @@ CHAPTER ?=
 EXERCISE ?=
 SELECT = $(if $(CHAPTER),--chapter $(CHAPTER)) $(if $(EXERCISE),--exercise $(EXERCISE))
 
-.PHONY: help check hint watch test verify fingerprint lint format docs docs-preview bench clean server
+.PHONY: help check hint watch test verify fingerprint lint format docs docs-preview bench clean server clipper
 
 help: ## List the targets
 	@echo "Swift Concurrency workbook"
@@ -32,6 +32,7 @@ help: ## List the targets
 	@echo "  make docs | docs-preview render the DocC site to docs/site | serve it locally"
 	@echo "  make bench               build the benchmarks (release) and print their tables"
 	@echo "  make server [PORT=4000]  run the Chapter 8 chat server on 127.0.0.1 (PORT=0: any free port)"
+	@echo "  make clipper NAME=alice PORT=4000  chat through that server with your Chapter 8 clipper"
 	@echo "  make clean               remove build folders (keeps your progress)"
 
 # The runner binary: rebuilt only when a runner source is newer, and quietly.
@@ -92,6 +93,20 @@ server: ## Run the chat server on 127.0.0.1
 	  > .build-support/make-server.log 2>&1 \
 	  || { cat .build-support/make-server.log; echo "make: building the chat server failed" >&2; exit 1; }
 	@exec "$$(WORKBOOK_CHAPTER=0 swift build --scratch-path .build-support --show-bin-path)/chat-server" --port $(PORT)
+
+# The Chapter 8 `clipper` command (Support/ClipperMain over your Chapters/08-Capstone, or
+# the answers with SOURCE=solutions), in a build folder of its own. Give the server's port.
+NAME ?=
+SOURCE ?=
+clipper: ## Chat through the server: make clipper NAME=alice PORT=4000
+	@test -n "$(NAME)" || { echo "make: say who you are: make clipper NAME=alice PORT=4000" >&2; exit 2; }
+	@test "$(PORT)" != 0 || { echo "make: give the server's port: make clipper NAME=$(NAME) PORT=4000" >&2; exit 2; }
+	@mkdir -p .build-clipper
+	@echo "building clipper…" >&2
+	@WORKBOOK_CHAPTER=8 WORKBOOK_SOURCE=$(SOURCE) swift build --scratch-path .build-clipper --product clipper \
+	  > .build-clipper/make-clipper.log 2>&1 \
+	  || { cat .build-clipper/make-clipper.log; echo "make: building clipper failed" >&2; exit 1; }
+	@exec "$$(WORKBOOK_CHAPTER=8 WORKBOOK_SOURCE=$(SOURCE) swift build --scratch-path .build-clipper --show-bin-path)/clipper" "$(NAME)" --port $(PORT)
 
 clean: ## Remove build folders; .workbook/ (your progress) stays
 	@rm -rf .build .build-learner .build-solutions Benchmarks/.build .build-support Runner/.build docs/site

@@ -29,6 +29,7 @@ let chapters: [(folder: String, module: String)] = [
   ("05-Futures", "Futures"),
   ("06-Channels", "Channels"),
   ("07-Structured", "Structured"),
+  ("08-Capstone", "Capstone"),
 ]
 
 let environment = Context.environment
@@ -94,17 +95,27 @@ let package = Package(
       [
         .target(
           name: chapter.module,
-          dependencies: ["LegacyKit", "CoroutineKit"],
+          dependencies: ["LegacyKit", "CoroutineKit", "ChatKit"],
           path: "\(sourceRoot)/\(chapter.folder)"
         ),
         .testTarget(
           name: "\(chapter.module)Tests",
           dependencies: [
-            .target(name: chapter.module), "LegacyKit", "CoroutineKit", "WorkbookTesting",
+            .target(name: chapter.module), "LegacyKit", "CoroutineKit", "ChatKit",
+            "WorkbookTesting",
           ],
           path: "Tests/\(chapter.folder)Tests"
         ),
       ]
-    },
+    }
+    // `make clipper NAME=…`: Chapter 8's command, a thin main over the Capstone module.
+    + (selected.contains { $0.module == "Capstone" }
+      ? [
+        .executableTarget(
+          name: "clipper",
+          dependencies: ["Capstone"],
+          path: "Support/ClipperMain"
+        )
+      ] : []),
   swiftLanguageModes: [.v6]
 )

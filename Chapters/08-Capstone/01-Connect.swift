@@ -1,0 +1,26 @@
+import ChatKit
+
+// The legacy way: connect, and hear about it in a completion handler, once, on the
+// connection's callback queue.
+//
+//     connection.connect(port: 4000, name: "alice") { error in
+//       if let error { show(error) } else { startChatting() }
+//     }
+//
+// `disconnect()` is the legacy cancel: during a connect it makes the completion fail with
+// `.cancelled`.
+
+extension ChatConnection {
+  /// Connects to the chat server and joins as `name`; returns once the server welcomed us.
+  ///
+  /// Throws the connection's error (refused, name taken, …), or `CancellationError` when
+  /// the task is cancelled while connecting.
+  func connect(to host: String = "127.0.0.1", port: UInt16, as name: String) async throws {
+    // TODO: Call `connect(host:port:name:completion:)` inside a checked throwing
+    // continuation and resume it exactly once. When the task is cancelled, `disconnect()`
+    // (withTaskCancellationHandler), and throw `CancellationError` for `.cancelled`.
+    throw Unfinished()
+  }
+}
+
+private struct Unfinished: Error {}

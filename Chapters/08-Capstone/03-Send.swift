@@ -1,0 +1,21 @@
+import ChatKit
+
+// The legacy way: hand a line over and hear, once, whether it made it to the kernel.
+//
+//     connection.send("hello") { error in
+//       if let error { show(error) }
+//     }
+
+extension ChatConnection {
+  /// Sends one line to everyone else in the chat; returns once it is on its way.
+  ///
+  /// Throws `.notConnected` before joining or after the end, `.invalidLine` for a newline
+  /// or an over-long line.
+  func send(_ line: String) async throws {
+    // TODO: Call `send(_:completion:)` inside a checked throwing continuation, and resume
+    // it once: with the error if there is one, otherwise with nothing.
+    throw Unfinished()
+  }
+}
+
+private struct Unfinished: Error {}

@@ -1,0 +1,27 @@
+import ChatKit
+
+// The legacy way: hand a line over and hear, once, whether it made it to the kernel.
+//
+//     connection.send("hello") { error in
+//       if let error { show(error) }
+//     }
+
+extension ChatConnection {
+  /// Sends one line to everyone else in the chat; returns once it is on its way.
+  ///
+  /// Throws `.notConnected` before joining or after the end, `.invalidLine` for a newline
+  /// or an over-long line.
+  func send(_ line: String) async throws {
+    try await withCheckedThrowingContinuation {
+      (continuation: CheckedContinuation<Void, any Error>) in
+      send(line) { error in
+        // Exactly one resume per completion, and the error is not swallowed.
+        if let error {
+          continuation.resume(throwing: error)
+        } else {
+          continuation.resume()
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,141 @@
+import ChatKit
+import Foundation
+import Testing
+import WorkbookTesting
+
+@testable import Capstone
+
+/// A clipper command run in a task, with its input pipe and what it printed.
+private struct Session {
+  let input: Pipe
+  let printed: Locked<[String]>
+  let run: Task<Void, any Error>
+
+  init(_ name: String, server: ChatServer) {
+    let input = Pipe()
+    let printed = Locked<[String]>([])
+    run = Task {
+      try await runClipper(
+        name: name, input: input.fileHandleForReading,
+        output: { line in printed.withLock { $0.append(line) } },
+        port: server.port)
+    }
+    self.input = input
+    self.printed = printed
+  }
+
+  /// Waits for the command to end, and says how it ended.
+  func end(
+    _ what: String, hint: String, sourceLocation: SourceLocation = #_sourceLocation
+  ) async throws {
+    try await withDeadline(.seconds(3), what, hint: hint, sourceLocation: sourceLocation) {
+      [run] in
+      try await run.value
+    }
+  }
+}
+
+@Suite("8.5 The clipper command")
+struct ClipperTests {
+  @Test("Prints every line the server sends")
+  func printsIncomingLines() async throws {
+    let server = try startedServer()
+    defer { server.stop() }
+    let alice = Session("alice", server: server)
+    defer { alice.run.cancel() }
+    await eventually("alice to join") { server.names.contains("alice") }
+
+    let bob = try await join(server, as: "bob")
+    try await bob.say("hi alice")
+
+    await eventually("clipper to print bob's join and his line") {
+      alice.printed.value == ["* bob joined", "bob: hi alice"]
+    }
+    try alice.input.fileHandleForWriting.close()
+    try await alice.end(
+      "runClipper(…) after its input ended",
+      hint: "at end of input, disconnect so that the incoming side ends too")
+  }
+
+  @Test("Sends every input line as it is typed")
+  func sendsInputLines() async throws {
+    let server = try startedServer()
+    defer { server.stop() }
+    let bob = try await join(server, as: "bob")
+    let alice = Session("alice", server: server)
+    defer { alice.run.cancel() }
+    await eventually("alice to join") { server.names.contains("alice") }
+
+    alice.input.write("hello\n")
+    await eventually("bob to receive alice's first line while her input is open") {
+      bob.recorder.lines.value.contains("alice: hello")
+    }
+    alice.input.write("world\n")
+    await eventually("bob to receive alice's second line") {
+      bob.recorder.lines.value.contains("alice: world")
+    }
+    try alice.input.fileHandleForWriting.close()
+    try await alice.end(
+      "runClipper(…) after its input ended",
+      hint: "at end of input, disconnect so that the incoming side ends too")
+  }
+
+  @Test("At the end of input it sends what is left, leaves the chat, and returns")
+  func endOfInputReturns() async throws {
+    let server = try startedServer()
+    defer { server.stop() }
+    let bob = try await join(server, as: "bob")
+    let alice = Session("alice", server: server)
+    defer { alice.run.cancel() }
+
+    alice.input.write("bye\n")
+    try alice.input.fileHandleForWriting.close()
+
+    try await alice.end(
+      "runClipper(…) after its input ended",
+      hint: "at end of input, disconnect, so that the incoming side ends too, and return")
+    await eventually("bob to receive alice's last line, then her leaving") {
+      bob.recorder.lines.value.suffix(2) == ["alice: bye", "* alice left"]
+    }
+    #expect(server.names == ["bob"])
+  }
+
+  @Test("When the server goes away it throws .serverGone, though input is still open")
+  func serverLossThrows() async throws {
+    let server = try startedServer()
+    let alice = Session("alice", server: server)
+    defer {
+      alice.run.cancel()
+      try? alice.input.fileHandleForWriting.close()
+    }
+    await eventually("alice to join") { server.names.contains("alice") }
+
+    server.stop()
+
+    await #expect(throws: ClipperError.serverGone) {
+      try await alice.end(
+        "runClipper(…) after the server stopped",
+        hint: "when the incoming lines end, cancel the input side (it would wait for "
+          + "input forever) and throw ClipperError.serverGone")
+    }
+  }
+
+  @Test("A name that is taken throws the connection's error")
+  func takenNameThrows() async throws {
+    let server = try startedServer()
+    defer { server.stop() }
+    let bob = try await join(server, as: "bob")
+    let impostor = Session("bob", server: server)
+    defer {
+      impostor.run.cancel()
+      try? impostor.input.fileHandleForWriting.close()
+    }
+
+    let error = await #expect(throws: ChatConnectionError.self) {
+      try await impostor.end(
+        "runClipper(…) with a taken name", hint: "a failed connect must end the command")
+    }
+    #expect(error == .rejected("! name taken: bob"))
+    #expect(bob.recorder.lines.value.isEmpty)
+  }
+}
