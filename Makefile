@@ -109,5 +109,5 @@ clipper: ## Chat through the server: make clipper NAME=alice PORT=4000
 	@exec "$$(WORKBOOK_CHAPTER=8 WORKBOOK_SOURCE=$(SOURCE) swift build --scratch-path .build-clipper --show-bin-path)/clipper" "$(NAME)" --port $(PORT)
 
 clean: ## Remove build folders; .workbook/ (your progress) stays
-	@rm -rf .build .build-learner .build-solutions Benchmarks/.build .build-support Runner/.build docs/site
-	@echo "removed .build, .build-learner, .build-solutions, Benchmarks/.build, .build-support, Runner/.build, docs/site"
+	@rm -rf .build .build-learner .build-solutions .build-clipper Benchmarks/.build .build-support Runner/.build docs/site
+	@echo "removed .build, .build-learner, .build-solutions, .build-clipper, Benchmarks/.build, .build-support, Runner/.build, docs/site"
