@@ -208,7 +208,7 @@ public enum ChildProcess {
         let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
         if count < 0, errno == EINTR || errno == EAGAIN { continue }
         if count <= 0 { return }
-        capture.append(buffer[0..<count])
+        buffer.withUnsafeBytes { capture.append(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
       }
     }
 

@@ -32,29 +32,43 @@ public final class OutputCapture: Sendable {
   }
 
   /// Adds the next bytes the process printed.
-  public func append(_ bytes: some Collection<UInt8>) {
+  public func append(_ bytes: [UInt8]) {
+    bytes.withUnsafeBytes { append($0) }
+  }
+
+  /// Adds the next bytes the process printed. Only byte copies and Foundation's search, so that even
+  /// a debug build of the runner keeps up with a child printing as fast as it can.
+  public func append(_ bytes: UnsafeRawBufferPointer) {
+    guard !bytes.isEmpty else { return }
     state.withLock { state in
       state.total += bytes.count
       var rest = bytes[...]
       if state.head.count < headLimit {
-        let taken = rest.prefix(headLimit - state.head.count)
-        state.head.append(contentsOf: taken)
-        rest = rest.dropFirst(taken.count)
+        let taken = min(rest.count, headLimit - state.head.count)
+        state.head.append(contentsOf: UnsafeRawBufferPointer(rebasing: rest.prefix(taken)))
+        rest = rest.dropFirst(taken)
       }
       if !rest.isEmpty, tailLimit > 0 {
-        state.tail.append(contentsOf: rest.suffix(tailLimit))
+        state.tail.append(
+          contentsOf: UnsafeRawBufferPointer(rebasing: rest.suffix(tailLimit)))
         // Trim in batches so appending stays cheap.
         if state.tail.count > 2 * tailLimit {
           state.tail.removeFirst(state.tail.count - tailLimit)
         }
       }
       if !state.crashSeen {
-        let window = state.carry + Array(bytes)
-        let text = String(decoding: window, as: UTF8.self)
-        state.crashSeen = Self.crashMarkers.contains { text.contains($0) }
+        var window = state.carry
+        window.append(contentsOf: bytes)
+        state.crashSeen = Self.markerData.contains { Self.find($0, in: window) }
         state.carry = Array(window.suffix(32))
       }
     }
+  }
+
+  private static let markerData = crashMarkers.map { Data($0.utf8) }
+
+  private static func find(_ marker: Data, in window: [UInt8]) -> Bool {
+    Data(window).range(of: marker) != nil
   }
 
   /// Every byte the process printed, kept or not.
