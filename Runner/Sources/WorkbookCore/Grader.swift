@@ -87,7 +87,9 @@ public struct Grader: Sendable {
     return request
   }
 
-  func build(chapter: Int?, skipping skipped: [String], label: String) throws(WorkbookError)
+  func build(
+    chapter: Int?, skipping skipped: [String], label: String
+  ) throws(WorkbookError)
     -> BuildResult
   {
     status.show("building \(label)…")

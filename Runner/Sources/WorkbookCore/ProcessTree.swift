@@ -11,18 +11,18 @@ public enum ProcessTree {
   /// The processes under `pid` (not `pid` itself), found through their parent ids.
   public static func descendants(of pid: Int32) -> [Int32] {
     #if os(Linux)
-      let parents = parentTable()
-      var children: [Int32: [Int32]] = [:]
-      for (child, parent) in parents { children[parent, default: []].append(child) }
-      var found: [Int32] = []
-      var queue = children[pid] ?? []
-      while let next = queue.popLast() {
-        found.append(next)
-        queue.append(contentsOf: children[next] ?? [])
-      }
-      return found
+    let parents = parentTable()
+    var children: [Int32: [Int32]] = [:]
+    for (child, parent) in parents { children[parent, default: []].append(child) }
+    var found: [Int32] = []
+    var queue = children[pid] ?? []
+    while let next = queue.popLast() {
+      found.append(next)
+      queue.append(contentsOf: children[next] ?? [])
+    }
+    return found
     #else
-      return []
+    return []
     #endif
   }
 
@@ -58,28 +58,28 @@ public enum ProcessTree {
   }
 
   #if os(Linux)
-    /// pid → parent pid for every process in /proc.
-    static func parentTable() -> [Int32: Int32] {
-      var table: [Int32: Int32] = [:]
-      let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
-      for name in names {
-        guard let pid = Int32(name), let parent = parent(of: pid) else { continue }
-        table[pid] = parent
-      }
-      return table
+  /// pid → parent pid for every process in /proc.
+  static func parentTable() -> [Int32: Int32] {
+    var table: [Int32: Int32] = [:]
+    let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+    for name in names {
+      guard let pid = Int32(name), let parent = parent(of: pid) else { continue }
+      table[pid] = parent
     }
+    return table
+  }
 
-    /// The parent pid from /proc/PID/stat ("pid (comm) state ppid …"; comm may hold
-    /// spaces and parentheses, so the fields are read after the last ')').
-    static func parent(of pid: Int32) -> Int32? {
-      guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/stat") else {
-        return nil
-      }
-      let text = String(decoding: data, as: UTF8.self)
-      guard let close = text.lastIndex(of: ")") else { return nil }
-      let fields = text[text.index(after: close)...].split(separator: " ")
-      guard fields.count > 1 else { return nil }
-      return Int32(fields[1])
+  /// The parent pid from /proc/PID/stat ("pid (comm) state ppid …"; comm may hold
+  /// spaces and parentheses, so the fields are read after the last ')').
+  static func parent(of pid: Int32) -> Int32? {
+    guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/stat") else {
+      return nil
     }
+    let text = String(decoding: data, as: UTF8.self)
+    guard let close = text.lastIndex(of: ")") else { return nil }
+    let fields = text[text.index(after: close)...].split(separator: " ")
+    guard fields.count > 1 else { return nil }
+    return Int32(fields[1])
+  }
   #endif
 }
