@@ -123,8 +123,22 @@ public enum ChildProcess {
     var timedOut = false
     var stoppedAfterCrash = false
     var crashSeen: DispatchTime?
+    // Foundation learns that a child ended when a descriptor the child inherited closes, so
+    // a grandchild that escaped with it would delay the news until it ends too; a child
+    // seen to have ended is collected here instead.
+    var collected: Int32?
+    func ended() -> Bool {
+      guard ProcessTree.hasEnded(pid) else { return false }
+      var status: Int32 = 0
+      if waitpid(pid, &status, WNOHANG) == pid {
+        collected = status
+      } else {
+        finished.wait()  // Foundation collected it first; its handler follows at once.
+      }
+      return true
+    }
     while true {
-      if finished.wait(timeout: .now() + 0.2) == .success { break }
+      if finished.wait(timeout: .now() + 0.2) == .success || ended() { break }
       poll?(stdout.recent())
       if crashSeen == nil, crashGrace != nil, stderr.sawCrash { crashSeen = .now() }
       if let crashSeen, let crashGrace, secondsSince(crashSeen) >= crashGrace {
@@ -135,7 +149,7 @@ public enum ChildProcess {
         continue
       }
       ProcessTree.stop(pid)
-      finished.wait()
+      while finished.wait(timeout: .now() + 0.1) == .timedOut, !ended() {}
       break
     }
     // Anything the child left running in its group goes too (the group outlives its
@@ -153,6 +167,9 @@ public enum ChildProcess {
       termination = .stoppedAfterCrash
     } else if timedOut {
       termination = .timedOut(seconds: timeout ?? 0)
+    } else if let status = collected {
+      let signal = status & 0x7f
+      termination = signal == 0 ? .exited((status >> 8) & 0xff) : .signalled(signal)
     } else if process.terminationReason == .uncaughtSignal {
       termination = .signalled(process.terminationStatus)
     } else {

@@ -57,6 +57,15 @@ public enum ProcessTree {
     }
   }
 
+  /// True when `pid` has ended but nobody has collected its exit status yet.
+  public static func hasEnded(_ pid: Int32) -> Bool {
+    #if os(Linux)
+    return fields(of: pid)?.first == "Z"
+    #else
+    return false
+    #endif
+  }
+
   #if os(Linux)
   /// pid → parent pid for every process in /proc.
   static func parentTable() -> [Int32: Int32] {
@@ -72,14 +81,18 @@ public enum ProcessTree {
   /// The parent pid from /proc/PID/stat ("pid (comm) state ppid …"; comm may hold
   /// spaces and parentheses, so the fields are read after the last ')').
   static func parent(of pid: Int32) -> Int32? {
+    guard let fields = fields(of: pid), fields.count > 1 else { return nil }
+    return Int32(fields[1])
+  }
+
+  /// The fields of /proc/PID/stat after the command name: state, ppid, pgrp, …
+  static func fields(of pid: Int32) -> [Substring]? {
     guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/stat") else {
       return nil
     }
     let text = String(decoding: data, as: UTF8.self)
     guard let close = text.lastIndex(of: ")") else { return nil }
-    let fields = text[text.index(after: close)...].split(separator: " ")
-    guard fields.count > 1 else { return nil }
-    return Int32(fields[1])
+    return text[text.index(after: close)...].split(separator: " ")
   }
   #endif
 }

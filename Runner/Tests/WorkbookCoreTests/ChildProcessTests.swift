@@ -80,6 +80,25 @@ import Testing
   }
 }
 
+extension ChildProcessTests {
+  /// A grandchild that escapes (a new session, its parent gone) and keeps the output pipes
+  /// open does not hold up the result.
+  @Test func anEscapedGrandchildHoldingThePipesDoesNotHoldUpTheResult() throws {
+    let marker = "workbook-escaped-\(UUID().uuidString)"
+    defer {
+      for line in Processes.matching(marker) {
+        if let pid = Int32(line.prefix { $0 != ":" }) { kill(pid, SIGKILL) }
+      }
+    }
+    let started = Date()
+    let outcome = try ChildProcess.run(
+      "/bin/sh", ["-c", "setsid sh -c 'sleep 30; : \(marker)' & echo started"], timeout: 60)
+    #expect(outcome.termination == .exited(0))
+    #expect(outcome.stdout == "started\n")
+    #expect(Date().timeIntervalSince(started) < 10)
+  }
+}
+
 /// Looking for processes by a marker in their command lines (Linux /proc).
 enum Processes {
   /// Live processes (not zombies) whose command line contains `marker`, except this one.

@@ -160,6 +160,17 @@ struct RobustnessTests {
     #expect(Self.temporaryFiles().isEmpty)
   }
 
+  @Test func ctrlCStopsWatchCleanlyWhileItGrades() throws {
+    let runner = try Launched(Self.binary, ["watch", "--chapter", "1", "--timeout", "600"])
+    defer { runner.kill() }
+    try #require(Processes.waitForOne(Self.marker, also: "endless-helper", seconds: 300))
+    runner.signal(SIGINT)
+    let status = try #require(runner.wait(seconds: 5), "still running 5 s after Ctrl-C")
+    #expect(status == 0)
+    #expect(runner.stderr.hasSuffix("watch: stopped\n"))
+    #expect(Processes.waitUntilGone(Self.marker).isEmpty)
+  }
+
   @Test func sigtermDuringABuildStopsTheCompilerToo() throws {
     // An edit, so that there is something to compile.
     let file = Self.work.appendingPathComponent("Chapters/01-Hostile/01-Adding.swift")
@@ -238,10 +249,19 @@ final class Launched: @unchecked Sendable {
 
   func signal(_ number: Int32) { Foundation.kill(process.processIdentifier, number) }
 
-  /// The exit status, or nil if it is still running after `seconds`.
+  /// The exit status, or nil if it is still running after `seconds`. (Foundation hears of
+  /// the end only once every process holding the runner's descriptors has ended, so a
+  /// runner that ended is also recognised, and collected, through /proc.)
   func wait(seconds: Double) -> Int32? {
     let deadline = Date().addingTimeInterval(seconds)
-    while process.isRunning, Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+    let pid = process.processIdentifier
+    while process.isRunning, Date() < deadline {
+      var status: Int32 = 0
+      if ProcessTree.hasEnded(pid), waitpid(pid, &status, WNOHANG) == pid {
+        return status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + status & 0x7f
+      }
+      Thread.sleep(forTimeInterval: 0.05)
+    }
     return process.isRunning ? nil : process.terminationStatus
   }
 
