@@ -275,13 +275,11 @@ final class Launched: @unchecked Sendable {
 
   /// Cleans up after a failed test: the runner, then whatever it left.
   func kill() {
-    if process.isRunning {
-      Foundation.kill(process.processIdentifier, SIGKILL)
-      process.waitUntilExit()
-    }
+    if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
     for line in Processes.matching(RobustnessTests.marker) {
       if let pid = Int32(line.prefix { $0 != ":" }) { Foundation.kill(pid, SIGKILL) }
     }
+    _ = wait(seconds: 5)
     try? FileManager.default.removeItem(at: folder)
   }
 }
