@@ -46,7 +46,7 @@ public enum App {
     let workbook = try MetadataLoader.load(root: root)
     let selection = try select(invocation, in: workbook)
     let report = try grade(selection, root: root, invocation: invocation, terminal: terminal)
-    record(report, root: root)
+    let problems = record(report, root: root)
     if invocation.json {
       Output.out(report.json())
     } else {
@@ -56,6 +56,8 @@ public enum App {
           moreChapters: invocation.chapter == nil
             ? nil : nextChapter(after: selection, in: workbook)))
     }
+    // After the verdicts, where they are seen; the exit status is the grade's alone.
+    problems.forEach(Output.err)
     return report.allPassed ? 0 : 1
   }
 
@@ -111,18 +113,25 @@ public enum App {
     return CheckReport(chapters: chapters)
   }
 
-  /// Keeps the last verdicts in the progress file; failing to write it is not fatal.
-  static func record(_ report: CheckReport, root: URL) {
+  /// Keeps the last verdicts in the progress file and returns what went wrong, at most one
+  /// line about reading it and one about writing it. Failing to save is not fatal: the
+  /// verdicts were printed all the same.
+  static func record(_ report: CheckReport, root: URL) -> [String] {
     let store = ProgressStore(root: root)
-    var progress = store.load()
+    var (progress, problem) = store.read()
+    var problems = problem.map { [$0] } ?? []
     for exercise in report.chapters.flatMap(\.exercises) {
       progress[exercise.id].verdict = exercise.verdict
     }
     do {
       try store.save(progress)
     } catch {
-      Output.err("workbook: \(error.description) (progress not saved)")
+      problems = [
+        "workbook: progress not saved: \(error.description). "
+          + "The verdicts above are still right; only the record of them is missing."
+      ]
     }
+    return problems
   }
 
   /// "chapter 2 — make check CHAPTER=2" after a single chapter that has a successor.
@@ -148,10 +157,17 @@ public enum App {
       throw .usage("workbook: there is no exercise \(id). \(validExercises(workbook))")
     }
     let store = ProgressStore(root: root)
-    var progress = store.load()
+    var (progress, problem) = store.read()
     let text = Hints.reveal(exercise, in: chapter, progress: &progress)
-    try store.save(progress)
     Output.out(text)
+    do {
+      try store.save(progress)
+      if let problem { Output.err(problem) }
+    } catch {
+      Output.err(
+        "workbook: progress not saved: \(error.description). "
+          + "The next `make hint` shows this hint again.")
+    }
     return 0
   }
 
@@ -252,8 +268,9 @@ public enum App {
       single.exercise = nil
       let report = try grade(
         [(chapter, chapter.exercises)], root: root, invocation: single, terminal: terminal)
-      record(report, root: root)
+      let problems = record(report, root: root)
       Output.out(TextRenderer(terminal: terminal).render(report))
+      problems.forEach(Output.err)
       Output.out(
         terminal.paint(
           "\nwatching Chapters/ — save a file to re-check chapter \(chapter.number); Ctrl-C stops",
@@ -299,8 +316,9 @@ public enum App {
 
   nonisolated(unsafe) private static var interruptSources: [DispatchSourceSignal] = []
 
-  /// On Ctrl-C (or SIGTERM): kill every child process group, erase the status line, and
-  /// exit; `watch` reports a clean stop with status 0.
+  /// On Ctrl-C (SIGINT) or SIGTERM: stop every child and everything it started, erase the
+  /// status line, wait for a progress save in progress to finish, say so and exit with
+  /// 128 + the signal (130, 143). `watch` treats Ctrl-C as its normal stop: status 0.
   public static func installInterruptHandlers(arguments: [String]) {
     let watching = arguments.contains("watch")
     for signalNumber in [SIGINT, SIGTERM] {
@@ -308,17 +326,22 @@ public enum App {
       let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
       source.setEventHandler {
         ChildProcess.terminateAll()
-        // Let the waiting threads remove their temporary files.
+        // Let the waiting threads notice and remove their temporary files.
         Thread.sleep(forTimeInterval: 0.2)
         if isatty(STDERR_FILENO) == 1 {
           FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8))
         }
-        if watching {
-          Output.err("watch: stopped")
-          exit(0)
+        ProgressStore.whileNotSaving {
+          if watching, signalNumber == SIGINT {
+            Output.err("watch: stopped")
+            exit(0)
+          }
+          Output.err(
+            signalNumber == SIGINT
+              ? "workbook: interrupted (Ctrl-C); stopped every test and build it had started"
+              : "workbook: terminated (SIGTERM); stopped every test and build it had started")
+          exit(128 + signalNumber)
         }
-        Output.err("workbook: interrupted")
-        exit(130)
       }
       source.resume()
       interruptSources.append(source)

@@ -10,6 +10,9 @@ public struct BuildRequest: Sendable {
   public var scratchPath: String
   /// Extra `swift build` arguments, e.g. `-Xswiftc -warnings-as-errors`.
   public var extraArguments: [String]
+  /// Test files (relative to the root) to leave out of the build, because the file they
+  /// test is missing (`WORKBOOK_SKIP_TESTS`, comma-separated; the manifest excludes them).
+  public var skippedTests: [String] = []
 
   public init(
     root: URL, source: SourceTree, chapter: Int?, scratchPath: String,
@@ -27,6 +30,8 @@ public struct BuildRequest: Sendable {
     [
       "WORKBOOK_SOURCE": source == .solutions ? "solutions" : nil,
       "WORKBOOK_CHAPTER": chapter.map(String.init),
+      "WORKBOOK_SKIP_TESTS": skippedTests.isEmpty
+        ? nil : skippedTests.sorted().joined(separator: ","),
     ]
   }
 
@@ -71,7 +76,7 @@ public enum BuildStep {
     let outcome = try ChildProcess.run(
       swift, arguments, environment: request.environment, in: request.root
     ) { stdout in
-      if let status, let step = lastStep(in: ChildProcess.readText(stdout)) { status(step) }
+      if let status, let step = lastStep(in: stdout) { status(step) }
     }
     let output = outcome.stdout + (outcome.stderr.isEmpty ? "" : "\n" + outcome.stderr)
     var result = BuildResult(

@@ -55,45 +55,124 @@ public struct Grader: Sendable {
     var builds: [BuildResult] = []
     if options.buildEachChapter {
       for (chapter, exercises) in selection {
-        let build = try build(chapter: chapter.number, label: "chapter \(chapter.number)")
+        let skipped = testsOfMissingFiles(in: [chapter])
+        // Nothing left to build when every selected exercise's file is missing.
+        guard exercises.contains(where: { !isMissing($0, of: chapter) }) else {
+          reports.append(missingOnly(chapter, exercises))
+          continue
+        }
+        let build = try build(
+          chapter: chapter.number, skipping: skipped, label: "chapter \(chapter.number)")
         builds.append(build)
-        reports.append(try grade(chapter, exercises, build: build))
+        reports.append(try grade(chapter, exercises, build: build, skipping: skipped))
       }
     } else {
       let only = selection.count == 1 ? selection.first?.chapter.number : nil
-      let build = try build(chapter: only, label: "the \(options.source.folder.lowercased())")
+      let skipped = testsOfMissingFiles(in: selection.map(\.chapter))
+      let build = try build(
+        chapter: only, skipping: skipped, label: "the \(options.source.folder.lowercased())")
       builds.append(build)
       for (chapter, exercises) in selection {
-        reports.append(try grade(chapter, exercises, build: build))
+        reports.append(try grade(chapter, exercises, build: build, skipping: skipped))
       }
     }
     return (reports, builds)
   }
 
-  func request(chapter: Int?) -> BuildRequest {
-    BuildRequest(
+  func request(chapter: Int?, skipping skipped: [String] = []) -> BuildRequest {
+    var request = BuildRequest(
       root: options.root, source: options.source, chapter: chapter,
       scratchPath: options.scratchPath, extraArguments: options.extraBuildArguments)
+    request.skippedTests = skipped
+    return request
   }
 
-  func build(chapter: Int?, label: String) throws(WorkbookError) -> BuildResult {
+  func build(
+    chapter: Int?, skipping skipped: [String], label: String
+  ) throws(WorkbookError)
+    -> BuildResult
+  {
     status.show("building \(label)…")
-    return try BuildStep.run(request(chapter: chapter)) { step in
+    return try BuildStep.run(request(chapter: chapter, skipping: skipped)) { step in
       status.show("building \(label)… [\(step)]")
     }
   }
 
+  // MARK: missing files
+
+  /// True when the exercise's graded file (its starter, for a learner) is not there.
+  func isMissing(_ exercise: Exercise, of chapter: Chapter) -> Bool {
+    let path = options.root.appendingPathComponent(
+      chapter.sourcePath(exercise, source: options.source)
+    ).path
+    var isFolder: ObjCBool = false
+    return !FileManager.default.fileExists(atPath: path, isDirectory: &isFolder)
+      || isFolder.boolValue
+  }
+
+  /// The test files to leave out of the build: those of every exercise (selected or not)
+  /// whose file is missing, since they cannot compile without it.
+  func testsOfMissingFiles(in chapters: [Chapter]) -> [String] {
+    chapters.flatMap { chapter in
+      chapter.exercises.filter { isMissing($0, of: chapter) }.map { chapter.testPath($0) }
+    }
+  }
+
+  /// The verdict for an exercise whose file is missing.
+  func missingReport(_ chapter: Chapter, _ exercise: Exercise) -> ExerciseReport {
+    let path = chapter.sourcePath(exercise, source: options.source)
+    return ExerciseReport(
+      id: exercise.id, name: exercise.name, file: path, verdict: .doesNotCompile,
+      details: [
+        "file missing: \(path); restore it with `git checkout -- \(path)`"
+      ],
+      hint: hintCommand(exercise))
+  }
+
+  func missingOnly(_ chapter: Chapter, _ exercises: [Exercise]) -> ChapterReport {
+    ChapterReport(
+      number: chapter.number, title: chapter.title, folder: chapter.folder, compiled: false,
+      exercises: exercises.map { missingReport(chapter, $0) })
+  }
+
   func grade(
-    _ chapter: Chapter, _ exercises: [Exercise], build: BuildResult
+    _ chapter: Chapter, _ exercises: [Exercise], build: BuildResult, skipping skipped: [String]
   ) throws(WorkbookError)
     -> ChapterReport
   {
-    guard build.succeeded, let product = build.testProduct else {
-      return CompileFailure.report(
-        chapter: chapter, exercises: exercises, build: build, root: options.root,
-        source: options.source)
+    let missing = Set(exercises.filter { isMissing($0, of: chapter) }.map(\.id))
+    let present = exercises.filter { !missing.contains($0.id) }
+    func merged(_ report: ChapterReport) -> ChapterReport {
+      guard !missing.isEmpty else { return report }
+      var report = report
+      let graded = Dictionary(uniqueKeysWithValues: report.exercises.map { ($0.id, $0) })
+      report.exercises = exercises.map { exercise in
+        graded[exercise.id] ?? missingReport(chapter, exercise)
+      }
+      return report
     }
-    let request = request(chapter: options.buildEachChapter ? chapter.number : nil)
+    guard build.succeeded, let product = build.testProduct else {
+      var report = CompileFailure.report(
+        chapter: chapter, exercises: present, build: build, root: options.root,
+        source: options.source)
+      if !skipped.isEmpty {
+        report.notes.append(
+          "built without the missing \(skipped.count == 1 ? "file" : "files") of "
+            + "\(missing.sorted().joined(separator: ", ")); the errors may come from code "
+            + "that needs them")
+      }
+      return merged(report)
+    }
+    return merged(try run(chapter, present, product: product, skipping: skipped))
+  }
+
+  func run(
+    _ chapter: Chapter, _ exercises: [Exercise], product: URL, skipping skipped: [String]
+  ) throws(WorkbookError)
+    -> ChapterReport
+  {
+    let request = request(
+      chapter: options.buildEachChapter ? chapter.number : nil, skipping: skipped)
     let grades = Mutex<[String: Grade]>([:])
     let failures = Mutex<[WorkbookError]>([])
     let done = Mutex(0)
@@ -114,7 +193,14 @@ public struct Grader: Sendable {
           let run = try TestLauncher.run(
             product: product, filter: chapter.filter(for: exercise), request: request,
             timeout: options.timeout)
-          let grade = Classifier.grade(run, context(chapter, exercise))
+          var grade = Classifier.grade(run, context(chapter, exercise))
+          if run.outcome.omittedBytes > 0 {
+            let printed = OutputCapture.describe(bytes: run.outcome.totalBytes)
+            let kept = OutputCapture.describe(bytes: OutputCapture.defaultLimit)
+            grade.details.append(
+              "the tests printed \(printed); output truncated: the runner kept the first "
+                + "and last \(kept) of each stream")
+          }
           grades.withLock { $0[exercise.id] = grade }
         } catch {
           failures.withLock { $0.append(error) }

@@ -172,28 +172,9 @@ struct GoldenTests {
       """)
   }
 
-  /// Makes the work copy match the fixture, copying only files whose content differs and
-  /// removing files the fixture no longer has (build folders and .workbook are kept).
+  /// Makes the work copy match the fixture (see ``Fixtures/sync(_:to:)``).
   static func syncFixture() throws {
-    let manager = FileManager.default
-    try manager.createDirectory(at: work, withIntermediateDirectories: true)
-    let wanted = files(under: fixture)
-    for path in wanted {
-      let source = fixture.appendingPathComponent(path)
-      let target = work.appendingPathComponent(path)
-      if manager.contentsEqual(atPath: source.path, andPath: target.path) { continue }
-      try manager.createDirectory(
-        at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
-      try? manager.removeItem(at: target)
-      try manager.copyItem(at: source, to: target)
-    }
-    for path in files(under: work) where !wanted.contains(path) {
-      try manager.removeItem(at: work.appendingPathComponent(path))
-    }
+    try Fixtures.sync(fixture, to: work)
   }
 
-  /// Regular files under `folder`, relative to it, skipping hidden folders and files.
-  static func files(under folder: URL) -> Set<String> {
-    Set(Watcher(folder: folder).snapshot().keys)
-  }
 }

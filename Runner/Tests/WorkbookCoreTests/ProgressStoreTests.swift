@@ -23,7 +23,11 @@ import Testing
     var notices: [String] = []
     let progress = store.load { notices.append($0) }
     #expect(progress == Progress())
-    #expect(notices == ["workbook: .workbook/progress.json was unreadable; starting a new one"])
+    #expect(
+      notices == [
+        "workbook: .workbook/progress.json was unreadable (not valid progress data); "
+          + "starting a new one (earlier verdicts and hint counts are forgotten)"
+      ])
     // …and the next save replaces the corrupt file.
     try store.save(progress)
     #expect(store.load { notices.append($0) } == Progress())
@@ -52,7 +56,31 @@ import Testing
     defer { try? FileManager.default.removeItem(at: root) }
     // A file where the .workbook folder should be.
     try Data().write(to: root.appendingPathComponent(".workbook"))
-    #expect(throws: WorkbookError.self) { try ProgressStore(root: root).save(Progress()) }
+    #expect(
+      throws: WorkbookError.failure(
+        "cannot write .workbook/progress.json: .workbook is a file, not a folder; "
+          + "remove or rename it (rm .workbook)")
+    ) { try ProgressStore(root: root).save(Progress()) }
+  }
+
+  @Test func reportsAProgressFileThatIsAFolder() throws {
+    let root = try Fixtures.temporaryFolder()
+    defer { try? FileManager.default.removeItem(at: root) }
+    let store = ProgressStore(root: root)
+    try FileManager.default.createDirectory(at: store.url, withIntermediateDirectories: true)
+    let (progress, problem) = store.read()
+    #expect(progress == Progress())
+    #expect(
+      problem
+        == "workbook: .workbook/progress.json is a folder, not a file; starting from empty progress"
+    )
+    #expect(
+      throws: WorkbookError.failure(
+        "cannot write .workbook/progress.json: it is a folder, not a file; "
+          + "remove it (rm -r .workbook/progress.json)")
+    ) { try store.save(Progress()) }
+    // Nothing half-written is left behind.
+    #expect(try FileManager.default.contentsOfDirectory(atPath: store.url.path).isEmpty)
   }
 }
 
