@@ -515,6 +515,9 @@ def run(args) -> int:
         wanted = {p.rstrip("/") for p in args.only}
         selected = [p for p in selected if p.path in wanted]
 
+    def local(url: str) -> str:  # same-origin URLs are shown as paths
+        return url[len(base) :] if url.startswith(base + "/") else url
+
     shots = Path(args.screenshots) if args.screenshots else None
     if shots:
         shutil.rmtree(shots, ignore_errors=True)
@@ -570,10 +573,10 @@ def run(args) -> int:
             page.images = collected["images"]
             for image in page.images:
                 if not (image["complete"] and image["width"] > 0):
-                    page.problems.append(f"image does not load: {image['src']}")
+                    page.problems.append(f"image does not load: {local(image['src'])}")
                     page.missing_images += 1
-            for failure in failed_images(browser):
-                if not any(i["src"] in failure for i in page.images if not i["width"]):
+            for failure in map(local, failed_images(browser)):
+                if not any(local(i["src"]) in failure for i in page.images if not i["width"]):
                     page.problems.append(f"image request failed: {failure}")
                     page.missing_images += 1
             if shots:
@@ -678,7 +681,53 @@ def check_other(browser: Chromium, base: str, path: str, args, deadline: Deadlin
     return ""
 
 
+def plant(source: Path, copy: Path, landing: str = "/documentation/workbook") -> list[str]:
+    """Copies the site to `copy` with problems planted in it, for the self-test. Returns,
+    one per problem, a piece of text the check must print."""
+    shutil.copytree(source, copy)
+    data = copy / "data"
+    landing_json = data / (landing.strip("/") + ".json")
+    expected = []
+
+    # A page whose JSON is gone: DocC renders "page not found", and links to it break.
+    gone = f"{landing}/chapter02-delegates"
+    (data / (gone.strip("/") + ".json")).unlink()
+    expected += ["DocC shows its 'page not found' view", f"broken link to {gone}"]
+
+    # Links from the landing page to a page that does not exist and to a missing anchor.
+    page = json.loads(landing_json.read_text())
+    refs = page["references"]
+    by_leaf = {r.get("url", "").rsplit("/", 1)[-1]: r for r in refs.values()}
+    by_leaf["howgradingworks"]["url"] = f"{landing}/no-such-page"
+    by_leaf["chapter03-exactlyonce"]["url"] = f"{landing}/chapter01-callbacks#no-such-section"
+    landing_json.write_text(json.dumps(page))
+    expected += [f"broken link to {landing}/no-such-page", "no #no-such-section there"]
+
+    # The image files Chapter 1 shows.
+    chapter = json.loads((data / (landing.strip("/") + "/chapter01-callbacks.json")).read_text())
+    images = [
+        variant["url"]
+        for ref in chapter["references"].values()
+        if ref.get("type") == "image"
+        for variant in ref.get("variants", [])
+    ]
+    if not images:
+        raise CheckError("the self-test needs an image on the Chapter 1 page, and it has none")
+    for url in images:
+        (copy / url.lstrip("/")).unlink(missing_ok=True)
+    expected.append(f"image does not load: {images[0]}")
+    return expected
+
+
 def main() -> int:
+    if len(sys.argv) == 4 and sys.argv[1] == "--plant":
+        try:
+            print("\n".join(plant(Path(sys.argv[2]), Path(sys.argv[3]))))
+        except (CheckError, OSError, KeyError) as error:
+            print(f"docs-check: cannot plant problems in a copy of the site: {error}",
+                  file=sys.stderr)
+            return 2
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--site", required=True, help="the built site (docs/site)")
     parser.add_argument("--base", required=True, help="where it is served, http://127.0.0.1:N")
