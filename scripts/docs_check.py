@@ -469,10 +469,25 @@ def screenshot(browser: Chromium, file: Path, clip=None, full=False):
             "height": h + 2 * pad,
             "scale": 1,
         }
-        params["captureBeyondViewport"] = True
     data = browser.call("Page.captureScreenshot", params, timeout=30)["data"]
     file.parent.mkdir(parents=True, exist_ok=True)
     file.write_bytes(base64.b64decode(data))
+
+
+def image_box(browser: Chromium, index: int) -> list[float]:
+    """The page-coordinate box of the index-th image, measured now (layout may have moved
+    since the images were collected)."""
+    return json.loads(
+        browser.evaluate(
+            f"""(() => {{
+              const image = document.images[{index}];
+              image.scrollIntoView({{block: 'center'}});
+              const r = image.getBoundingClientRect();
+              return JSON.stringify([r.left + window.scrollX, r.top + window.scrollY,
+                                     r.width, r.height]);
+            }})()"""
+        )
+    )
 
 
 def screenshot_name(page: Page, landing: str) -> str | None:
@@ -590,7 +605,7 @@ def run(args) -> int:
                     if image["width"] > 0 and image["box"][2] > 0:
                         leaf = page.path.rsplit("/", 1)[-1]
                         file = shots / "images" / f"{leaf}-{number}.png"
-                        screenshot(browser, file, clip=image["box"])
+                        screenshot(browser, file, clip=image_box(browser, number - 1))
                         saved.append(file)
 
         # Links: a target that is a page of the site must have rendered; any other
