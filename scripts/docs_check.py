@@ -674,7 +674,7 @@ def run(args) -> int:
     print(summary)
     if failed:
         print(
-            f"docs-check: {count(failed, 'page')} failed; fix them in docs/Workbook.docc, "
+            f"docs-check: {count(failed, 'page')} failed; fix the docs in docs/Workbook.docc, "
             "then run 'make docs-check' again",
             file=sys.stderr,
         )
