@@ -5,15 +5,16 @@
 #                                     every page, and fail (naming the page) on a missing
 #                                     title, a broken internal link or an image that does
 #                                     not load; saves screenshots in .build-docs/screenshots
-#   scripts/docs-check.sh --self-test plant broken links, a missing page and a missing image
-#                                     in a copy of the site and make sure the check reports
-#                                     every one of them
+#   scripts/docs-check.sh --self-test plant a missing page, broken links, a missing anchor,
+#                                     a missing and a corrupt image in a copy of the site,
+#                                     and make sure the check reports every one of them
 #
 # `make docs-check` runs the first, `make test` both. Chromium comes from
 # scripts/install-chromium.sh (it installs Debian's package when none is found; set
 # CHROMIUM=/path/to/chrome to choose one). The page checks are in scripts/docs_check.py.
-# PAGE_TIMEOUT (seconds, default 20) bounds each page, DOCS_CHECK_TIMEOUT (default 300) the
-# whole run. The web server it starts is stopped on exit, on failure and on Ctrl-C.
+# DOCS_CHECK_PAGE_TIMEOUT (seconds, default 20) bounds each page, DOCS_CHECK_TIMEOUT
+# (default 300) the whole run; COLOR_SCHEME=dark takes the screenshots in dark mode. The web
+# server it starts is stopped on exit, on failure and on Ctrl-C.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,7 +24,7 @@ source "$root/scripts/docs.sh"
 cd "$root"
 
 screenshots=".build-docs/screenshots"
-page_timeout="${PAGE_TIMEOUT:-20}"
+page_timeout="${DOCS_CHECK_PAGE_TIMEOUT:-20}"
 overall_timeout="${DOCS_CHECK_TIMEOUT:-300}"
 server_pid=""
 work=""
@@ -106,7 +107,8 @@ fi
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/workbook-docs-check.XXXXXX")"
 checker=(python3 "$root/scripts/docs_check.py" --chromium "$chromium"
-  --landing "/$landing" --page-timeout "$page_timeout" --timeout "$overall_timeout")
+  --landing "/$landing" --page-timeout "$page_timeout" --timeout "$overall_timeout"
+  --color-scheme "${COLOR_SCHEME:-light}")
 
 if ! $self_test; then
   serve "$site"
@@ -118,13 +120,13 @@ fi
 
 # The self-test: a copy of the site with planted problems, checked on a few pages.
 echo "docs-check self-test: planting problems in a copy of docs/site"
-python3 "$root/scripts/docs_check.py" --plant "$site" "$work/site" >"$work/expected"
-sed 's/^/  planted: /' "$work/expected"
+python3 "$root/scripts/docs_check.py" --plant "$site" "$work/site" "$work/pages" >"$work/expected"
+sed 's/^/  must report: /' "$work/expected"
+only=()
+while IFS= read -r page; do only+=(--only "$page"); done <"$work/pages"
 serve "$work/site"
 status=0
-"${checker[@]}" --site "$work/site" --base "$base" --only "/$landing" \
-  --only "/$landing/chapter01-callbacks" --only "/$landing/chapter02-delegates" \
-  >"$work/output" 2>&1 || status=$?
+"${checker[@]}" --site "$work/site" --base "$base" "${only[@]}" >"$work/output" 2>&1 || status=$?
 sed 's/^/  | /' "$work/output"
 missed=0
 while IFS= read -r expected; do

@@ -15,7 +15,11 @@ index.html) it fails, naming the page, when:
     an HTTP error, or renders DocC's "page not found" view, or whose #fragment names no
     element on the target page;
   - an image does not load: after every image is made eager and scrolled into view, each
-    <img> must be complete with a natural width above 0, and no image request may fail.
+    <img> must be complete with a natural width above 0, no image request may fail, and
+    DocC must not have swapped an image for its "Image failed to load" placeholder.
+
+`--plant SITE COPY PAGES` makes the self-test's broken copy of a site (see
+scripts/docs-check.sh --self-test).
 
 It drives Chromium over the DevTools protocol on a pipe (--remote-debugging-pipe: NUL
 separated JSON on file descriptors 3 and 4), with only the Python standard library. Every
@@ -74,7 +78,9 @@ COLLECT = r"""
 (() => {
   const images = [...document.images].map(i => {
     const r = i.getBoundingClientRect();
+    // DocC swaps an image that failed for a placeholder <img class="fallback">.
     return {src: i.currentSrc || i.src, alt: i.alt, complete: i.complete,
+            fallback: i.classList.contains('fallback'),
             width: i.naturalWidth, box: [r.left + window.scrollX, r.top + window.scrollY,
                                          r.width, r.height]};
   });
@@ -253,7 +259,7 @@ class Chromium:
             raise CheckError(f"a script in the page failed: {text}")
         return result.get("result", {}).get("value")
 
-    def open_tab(self):
+    def open_tab(self, scheme: str = "light"):
         targets = self.call("Target.getTargets", session=False)["targetInfos"]
         pages = [t for t in targets if t.get("type") == "page"]
         if pages:
@@ -269,7 +275,7 @@ class Chromium:
             self.call(method)
         self.call(
             "Emulation.setEmulatedMedia",
-            {"features": [{"name": "prefers-color-scheme", "value": "light"}]},
+            {"features": [{"name": "prefers-color-scheme", "value": scheme}]},
         )
 
     def close(self):
@@ -542,7 +548,7 @@ def run(args) -> int:
     browser = Chromium(args.chromium, deadline)
     try:
         try:
-            browser.open_tab()
+            browser.open_tab(args.color_scheme)
         except (TimeoutError, CheckError) as error:
             raise CheckError(
                 f"Chromium started but did not answer on its debugging pipe ({error}).\n"
@@ -589,11 +595,20 @@ def run(args) -> int:
             page.ids = set(collected["ids"])
             page.links = collected["links"]
             page.images = collected["images"]
+            failures = list(dict.fromkeys(map(local, failed_images(browser))))
             for image in page.images:
-                if not (image["complete"] and image["width"] > 0):
+                if image["fallback"]:
+                    # The placeholder loads; what failed is named by the network events.
+                    if not failures:
+                        page.problems.append(
+                            "image does not load: DocC shows its placeholder for the image "
+                            f"described {shorten(image['alt'])!r}"
+                        )
+                        page.missing_images += 1
+                elif not (image["complete"] and image["width"] > 0):
                     page.problems.append(f"image does not load: {local(image['src'])}")
                     page.missing_images += 1
-            for failure in map(local, failed_images(browser)):
+            for failure in failures:
                 if not any(local(i["src"]) in failure for i in page.images if not i["width"]):
                     page.problems.append(f"image request failed: {failure}")
                     page.missing_images += 1
@@ -605,7 +620,7 @@ def run(args) -> int:
                     screenshot(browser, file, full=True)
                     saved.append(file)
                 for number, image in enumerate(page.images, 1):
-                    if image["width"] > 0 and image["box"][2] > 0:
+                    if image["width"] > 0 and image["box"][2] > 0 and not image["fallback"]:
                         leaf = page.path.rsplit("/", 1)[-1]
                         file = shots / "images" / f"{leaf}-{number}.png"
                         screenshot(browser, file, clip=image_box(browser, number - 1))
@@ -672,6 +687,18 @@ def run(args) -> int:
     if untitled:
         summary += f", {count(untitled, 'page')} without {'its' if untitled == 1 else 'their'} title"
     print(summary)
+    if any("overall time limit" in problem for p in selected for problem in p.problems):
+        print(
+            f"docs-check: the whole run may take {args.timeout:g} s; "
+            "allow more with DOCS_CHECK_TIMEOUT=600",
+            file=sys.stderr,
+        )
+    if any("within" in problem for p in selected for problem in p.problems):
+        print(
+            f"docs-check: each page may take {args.page_timeout:g} s; on a slow or busy "
+            "machine allow more with DOCS_CHECK_PAGE_TIMEOUT=60",
+            file=sys.stderr,
+        )
     if failed:
         print(
             f"docs-check: {count(failed, 'page')} failed; fix the docs in docs/Workbook.docc, "
@@ -680,6 +707,10 @@ def run(args) -> int:
         )
         return 1
     return 0
+
+
+def shorten(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def count(number: int, noun: str) -> str:
@@ -706,48 +737,71 @@ def check_other(browser: Chromium, base: str, path: str, args, deadline: Deadlin
     return ""
 
 
-def plant(source: Path, copy: Path, landing: str = "/documentation/workbook") -> list[str]:
-    """Copies the site to `copy` with problems planted in it, for the self-test. Returns,
-    one per problem, a piece of text the check must print."""
+def image_urls(page_json: Path) -> list[str]:
+    """The image files a page's JSON refers to."""
+    page = json.loads(page_json.read_text())
+    return [
+        variant["url"]
+        for ref in page.get("references", {}).values()
+        if ref.get("type") == "image"
+        for variant in ref.get("variants", [])
+    ]
+
+
+def plant(source: Path, copy: Path, landing: str = "/documentation/workbook"):
+    """Copies the site to `copy` with problems planted in it, for the self-test. Returns
+    the text the check must print (one piece per problem) and the pages to check."""
     shutil.copytree(source, copy)
     data = copy / "data"
     landing_json = data / (landing.strip("/") + ".json")
     expected = []
+    chapter1 = f"{landing}/chapter01-callbacks"
+    gone = f"{landing}/chapter02-delegates"
+    pages = [landing, chapter1, gone]
 
     # A page whose JSON is gone: DocC renders "page not found", and links to it break.
-    gone = f"{landing}/chapter02-delegates"
     (data / (gone.strip("/") + ".json")).unlink()
     expected += ["DocC shows its 'page not found' view", f"broken link to {gone}"]
 
     # Links from the landing page to a page that does not exist and to a missing anchor.
     page = json.loads(landing_json.read_text())
-    refs = page["references"]
-    by_leaf = {r.get("url", "").rsplit("/", 1)[-1]: r for r in refs.values()}
+    by_leaf = {r.get("url", "").rsplit("/", 1)[-1]: r for r in page["references"].values()}
     by_leaf["howgradingworks"]["url"] = f"{landing}/no-such-page"
-    by_leaf["chapter03-exactlyonce"]["url"] = f"{landing}/chapter01-callbacks#no-such-section"
+    by_leaf["chapter03-exactlyonce"]["url"] = f"{chapter1}#no-such-section"
     landing_json.write_text(json.dumps(page))
     expected += [f"broken link to {landing}/no-such-page", "no #no-such-section there"]
 
-    # The image files Chapter 1 shows.
-    chapter = json.loads((data / (landing.strip("/") + "/chapter01-callbacks.json")).read_text())
-    images = [
-        variant["url"]
-        for ref in chapter["references"].values()
-        if ref.get("type") == "image"
-        for variant in ref.get("variants", [])
-    ]
+    # Chapter 1's image files are gone: the requests answer 404.
+    images = image_urls(data / (chapter1.strip("/") + ".json"))
     if not images:
         raise CheckError("the self-test needs an image on the Chapter 1 page, and it has none")
     for url in images:
         (copy / url.lstrip("/")).unlink(missing_ok=True)
     expected.append(images[0])  # "image does not load: …" or "image request failed: …"
-    return expected
+
+    # Another page's image is served, but is not an image any more.
+    for file in sorted(data.rglob("*.json")):
+        path = "/" + file.relative_to(data).with_suffix("").as_posix()
+        others = image_urls(file) if path not in pages else []
+        if others:
+            for url in others:
+                (copy / url.lstrip("/")).write_text("<svg xmlns='http://www.w3.org/2000/svg'><rect")
+            expected.append("DocC shows its placeholder for the image")
+            pages.append(path)
+            break
+    else:
+        raise CheckError("the self-test needs images on two pages besides Chapter 2")
+    return expected, pages
 
 
 def main() -> int:
-    if len(sys.argv) == 4 and sys.argv[1] == "--plant":
+    if len(sys.argv) == 5 and sys.argv[1] == "--plant":
+        # --plant SITE COPY PAGES: prints what the check must report; writes the pages to
+        # check, one per line, to the file PAGES.
         try:
-            print("\n".join(plant(Path(sys.argv[2]), Path(sys.argv[3]))))
+            expected, pages = plant(Path(sys.argv[2]), Path(sys.argv[3]))
+            Path(sys.argv[4]).write_text("\n".join(pages) + "\n")
+            print("\n".join(expected))
         except (CheckError, OSError, KeyError) as error:
             print(f"docs-check: cannot plant problems in a copy of the site: {error}",
                   file=sys.stderr)
@@ -762,6 +816,12 @@ def main() -> int:
     parser.add_argument("--only", action="append", help="check only this page path")
     parser.add_argument("--page-timeout", type=float, default=20.0)
     parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument(
+        "--color-scheme",
+        choices=["light", "dark"],
+        default="light",
+        help="the preferred color scheme the pages see (for dark-mode screenshots)",
+    )
     parser.add_argument("--verbose", action="store_true", help="print each page's load time")
     args = parser.parse_args()
 
@@ -771,6 +831,13 @@ def main() -> int:
         return run(args)
     except CheckError as error:
         print(f"docs-check: {error}", file=sys.stderr)
+        return 2
+    except TimeoutError as error:
+        print(
+            f"docs-check: {error}; a busy machine may need more time "
+            "(DOCS_CHECK_PAGE_TIMEOUT=60, DOCS_CHECK_TIMEOUT=600)",
+            file=sys.stderr,
+        )
         return 2
     except KeyboardInterrupt:
         print("docs-check: interrupted", file=sys.stderr)
