@@ -94,7 +94,8 @@ case "${1:-}" in
 esac
 
 command -v python3 >/dev/null 2>&1 \
-  || die "python3 is needed to serve the site and drive Chromium; install it (e.g. apt-get install python3)."
+  || die "python3 is needed to serve the site and drive Chromium; install it \
+(for example: apt-get install python3)."
 chromium="$(bash "$root/scripts/install-chromium.sh" | tail -n 1)" \
   || die "no Chromium to check the pages with (see the message above)."
 [[ -n "$chromium" ]] || die "scripts/install-chromium.sh printed no Chromium path."
@@ -112,7 +113,8 @@ checker=(python3 "$root/scripts/docs_check.py" --chromium "$chromium"
 
 if ! $self_test; then
   serve "$site"
-  echo "docs-check: serving docs/site at $base; loading every page in $("$chromium" --version 2>/dev/null || echo "$chromium")"
+  version="$("$chromium" --version 2>/dev/null || echo "$chromium")"
+  echo "docs-check: serving docs/site at $base; loading every page in $version"
   status=0
   "${checker[@]}" --site "$site" --base "$base" --screenshots "$screenshots" || status=$?
   exit "$status"
@@ -143,4 +145,5 @@ if ((missed > 0)); then
   echo "docs-check self-test: FAILED; scripts/docs_check.py no longer catches what it must" >&2
   exit 1
 fi
-echo "docs-check self-test: the check caught all $(wc -l <"$work/expected" | tr -d ' ') planted problems and exited with status 1"
+planted="$(wc -l <"$work/expected" | tr -d ' ')"
+echo "docs-check self-test: the check caught all $planted planted problems and exited with status 1"

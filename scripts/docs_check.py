@@ -50,10 +50,12 @@ from pathlib import Path
 # What the page reports once DocC has rendered it (or shown its error view).
 PROBE = r"""
 (() => {
-  const notFound = document.querySelector('.generic-error') !== null;
+  const error = document.querySelector('.generic-error');
+  const notFound = error !== null;
   const h1 = document.querySelector('main h1') || document.querySelector('h1');
   const ready = notFound || (h1 !== null && h1.innerText.trim() !== '');
-  return JSON.stringify({ready, notFound, h1: h1 ? h1.innerText.trim() : null});
+  return JSON.stringify({ready, notFound, h1: h1 ? h1.innerText.trim() : null,
+                         errorText: error ? error.innerText.trim() : null});
 })()
 """
 
@@ -565,13 +567,16 @@ def run(args) -> int:
             except TimeoutError as error:
                 probe = {"error": str(error)}
             if args.verbose:
-                print(f"  loaded {page.path} in {time.monotonic() - started:.1f} s", file=sys.stderr)
+                took = time.monotonic() - started
+                print(f"  loaded {page.path} in {took:.1f} s", file=sys.stderr)
             if probe.get("error"):
                 page.problems.append(probe["error"])
                 page.untitled = True
                 continue
             if probe.get("notFound"):
-                page.problems.append("DocC shows its 'page not found' view")
+                said = " ".join((probe.get("errorText") or "").split())
+                problem = "DocC shows its 'page not found' view"
+                page.problems.append(problem + (f" ({shorten(said)!r})" if said else ""))
                 page.untitled = True
             elif probe.get("timeout") or not probe.get("h1"):
                 page.problems.append(
@@ -668,7 +673,8 @@ def run(args) -> int:
             extra = []
             if page.images:
                 extra.append(f"{len(page.images)} image{'s' if len(page.images) != 1 else ''}")
-            report.line(True, f"{page.path}  {shown}" + (f"  [{', '.join(extra)}]" if extra else ""))
+            suffix = f"  [{', '.join(extra)}]" if extra else ""
+            report.line(True, f"{page.path}  {shown}{suffix}")
 
     untitled = sum(p.untitled for p in selected)
     broken = sum(p.broken_links for p in selected)
@@ -685,7 +691,8 @@ def run(args) -> int:
         f"{count(missing, 'missing image')}"
     )
     if untitled:
-        summary += f", {count(untitled, 'page')} without {'its' if untitled == 1 else 'their'} title"
+        their = "its" if untitled == 1 else "their"
+        summary += f", {count(untitled, 'page')} without {their} title"
     print(summary)
     if any("overall time limit" in problem for p in selected for problem in p.problems):
         print(
