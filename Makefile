@@ -17,7 +17,7 @@ CHAPTER ?=
 EXERCISE ?=
 SELECT = $(if $(CHAPTER),--chapter $(CHAPTER)) $(if $(EXERCISE),--exercise $(EXERCISE))
 
-.PHONY: help check hint watch test verify fingerprint lint format docs docs-preview bench clean server clipper
+.PHONY: help check hint watch test verify fingerprint lint format docs docs-preview docs-check bench clean server clipper
 
 help: ## List the targets
 	@echo "Swift Concurrency workbook"
@@ -30,6 +30,7 @@ help: ## List the targets
 	@echo "  make fingerprint         record the starters' digests in workbook.json"
 	@echo "  make lint | format       swift format, checking or rewriting"
 	@echo "  make docs | docs-preview render the DocC site to docs/site | serve it locally"
+	@echo "  make docs-check          load every docs page in headless Chromium; fail on broken pages"
 	@echo "  make bench               build the benchmarks (release) and print their tables"
 	@echo "  make server [PORT=4000]  run the Chapter 8 chat server on 127.0.0.1 (PORT=0: any free port)"
 	@echo "  make clipper NAME=alice PORT=4000  chat through that server with your Chapter 8 clipper"
@@ -75,6 +76,9 @@ docs-preview: ## Serve the DocC site on 127.0.0.1
 	@if [ -f scripts/docs.sh ]; then bash scripts/docs.sh preview; \
 	else echo "make docs-preview: scripts/docs.sh is not here yet (it comes with the docs)" >&2; exit 1; fi
 
+docs-check: ## Check the rendered site in headless Chromium
+	@bash scripts/docs-check.sh
+
 # The benchmarks are a package of their own (Benchmarks/), always built in release mode.
 bench: ## Build and run the benchmarks
 	@mkdir -p Benchmarks/.build
@@ -109,5 +113,5 @@ clipper: ## Chat through the server: make clipper NAME=alice PORT=4000
 	@exec "$$(WORKBOOK_CHAPTER=8 WORKBOOK_SOURCE=$(SOURCE) swift build --scratch-path .build-clipper --show-bin-path)/clipper" "$(NAME)" --port $(PORT)
 
 clean: ## Remove build folders; .workbook/ (your progress) stays
-	@rm -rf .build .build-learner .build-solutions .build-clipper Benchmarks/.build .build-support Runner/.build docs/site
-	@echo "removed .build, .build-learner, .build-solutions, .build-clipper, Benchmarks/.build, .build-support, Runner/.build, docs/site"
+	@rm -rf .build .build-learner .build-solutions .build-clipper Benchmarks/.build .build-support Runner/.build docs/site .build-docs
+	@echo "removed .build, .build-learner, .build-solutions, .build-clipper, Benchmarks/.build, .build-support, Runner/.build, docs/site, .build-docs"

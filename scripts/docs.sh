@@ -149,8 +149,12 @@ preview() {
   exec python3 -m http.server "$port" --bind 127.0.0.1 --directory "$site"
 }
 
-case "${1:-}" in
-  build) build ;;
-  preview) preview ;;
-  *) usage ;;
-esac
+# scripts/docs-check.sh sources this file for its helpers (needs_build, free_port);
+# only a direct run acts on the command line.
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+  case "${1:-}" in
+    build) build ;;
+    preview) preview ;;
+    *) usage ;;
+  esac
+fi

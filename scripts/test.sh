@@ -4,7 +4,9 @@
 #   2. runner tests   swift test --package-path Runner (unit and golden tests)
 #   3. support tests  the support modules' own tests (CoroutineKitTests), built with
 #                     WORKBOOK_CHAPTER=0 so that no chapter module is compiled
-#   4. docs           scripts/docs.sh build, when the docs are present (fails on warnings)
+#   4. docs           scripts/docs.sh build (fails on warnings), then scripts/docs-check.sh:
+#                     every page loaded in headless Chromium (titles, internal links,
+#                     images), and its self-test on a copy of the site with planted problems
 #   5. verify         workbook verify: metadata, solutions pass, starters get their verdicts
 # It stops at the first stage that fails and exits non-zero; on success the last line is
 # verify's own closing line, "verify: N passed, 0 failed".
@@ -30,7 +32,7 @@ swift test --disable-xctest --package-path Runner || fail "runner tests"
 stage "3/5 support tests (WORKBOOK_CHAPTER=0 swift test --scratch-path .build-support)"
 WORKBOOK_CHAPTER=0 swift test --disable-xctest --scratch-path .build-support || fail "support tests"
 
-stage "4/5 docs (scripts/docs.sh build)"
+stage "4/5 docs (build, then check in headless Chromium)"
 if [[ -f scripts/docs.sh ]]; then
   log="$(mktemp)"
   trap 'rm -f "$log"' EXIT
@@ -41,6 +43,8 @@ if [[ -f scripts/docs.sh ]]; then
     echo "docs: the build printed warnings" >&2
     fail docs
   fi
+  bash scripts/docs-check.sh || fail "docs (docs-check)"
+  bash scripts/docs-check.sh --self-test || fail "docs (docs-check self-test)"
 else
   echo "skipped: scripts/docs.sh is not here yet"
 fi
