@@ -4,7 +4,9 @@
 #   2. runner tests   swift test --package-path Runner (unit and golden tests)
 #   3. support tests  the support modules' own tests (CoroutineKitTests), built with
 #                     WORKBOOK_CHAPTER=0 so that no chapter module is compiled
-#   4. docs           scripts/docs.sh build, when the docs are present (fails on warnings)
+#   4. docs           scripts/docs.sh build, when the docs are present: compiles the code
+#                     listings and checks the docs show them as they are, then DocC (fails
+#                     on warnings)
 #   5. verify         workbook verify: metadata, solutions pass, starters get their verdicts
 # It stops at the first stage that fails and exits non-zero; on success the last line is
 # verify's own closing line, "verify: N passed, 0 failed".

@@ -12,7 +12,8 @@ func retrying<Value: Sendable>(
   for attempt in 1... {
     do {
       return try await operation()
-    } catch where attempt < attempts {
+    } catch {
+      guard attempt < attempts else { throw error }
       try await Task.sleep(for: delay, clock: clock)
       delay *= 2
     }

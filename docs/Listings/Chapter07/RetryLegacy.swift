@@ -8,7 +8,8 @@ func legacyRetrying<Value>(
   var attempt = 1
   while true {
     // listing: blocking
-    do { return try fetch().await() } catch where attempt < attempts {
+    do { return try fetch().await() } catch {
+      guard attempt < attempts else { throw error }
       Coroutine.delay(wait)
       wait *= 2
     }
