@@ -18,6 +18,8 @@ this (marker lines never reach the docs, and the region is dedented):
     // listing: hide            hides the following lines from every region ...
     // listing: elide // …      ... or replaces them with one line, "// …" here
     // listing: show            ... until this line
+    // listing: compile-with F.swift   typecheck this file together with F.swift, from the
+                                       same folder (the tutorial's steps share one SDK file)
 
 The DocC tutorial's code files are whole-file copies: docs/Listings/Tutorials/NAME.swift
 becomes docs/Workbook.docc/Resources/NAME.swift (markers removed, hidden lines hidden).
@@ -74,6 +76,7 @@ class Source:
     path: Path
     whole: list[str] = field(default_factory=list)
     regions: dict[str, list[str]] = field(default_factory=dict)
+    companions: list[Path] = field(default_factory=list)
 
     @staticmethod
     def parse(path: Path) -> "Source":
@@ -105,6 +108,13 @@ class Source:
                     source.whole.append(indent + rest)
                     for name in open_regions:
                         source.regions[name].append(indent + rest)
+            elif word == "compile-with":
+                companion = path.parent / rest
+                if not rest or "/" in rest or not companion.is_file() or companion == path:
+                    raise ListingError(
+                        f"{where}: compile-with needs another file in {rel(path.parent)}/, not '{rest}'"
+                    )
+                source.companions.append(companion)
             elif word == "show":
                 if not hidden:
                     raise ListingError(f"{where}: '// listing: show' without a hide or elide")
@@ -356,8 +366,15 @@ def typecheck() -> int:
     if sys.platform == "darwin":
         command = ["xcrun", "--sdk", "macosx"] + command + ["-target", f"{os.uname().machine}-apple-macos15.0"]
 
+    try:
+        companions = {path: Source.parse(path).companions for path in files}
+    except ListingError as error:
+        print(f"listings: error: {error}", file=sys.stderr)
+        return 1
+
     def compile_one(path: Path) -> tuple[Path, subprocess.CompletedProcess[str]]:
-        done = subprocess.run(command + includes + [str(path)], capture_output=True, text=True, cwd=ROOT)
+        inputs = [str(path)] + [str(other) for other in companions[path]]
+        done = subprocess.run(command + includes + inputs, capture_output=True, text=True, cwd=ROOT)
         return path, done
 
     started = time.monotonic()
