@@ -364,7 +364,15 @@ def typecheck() -> int:
     print(f"listings: support modules ready ({time.monotonic() - build_started:.1f} s)", flush=True)
     command = ["swiftc", "-typecheck", "-swift-version", "6", "-warnings-as-errors", "-module-name", "Listing"]
     if sys.platform == "darwin":
-        command = ["xcrun", "--sdk", "macosx"] + command + ["-target", f"{os.uname().machine}-apple-macos15.0"]
+        # The package's platform is macOS 15 (Mutex needs it); Swift Testing lives in the
+        # platform's developer frameworks, which swiftc does not search by default.
+        platform = subprocess.run(
+            ["xcrun", "--sdk", "macosx", "--show-sdk-platform-path"], capture_output=True, text=True
+        ).stdout.strip()
+        command = ["xcrun", "--sdk", "macosx"] + command
+        command += ["-target", f"{os.uname().machine}-apple-macos15.0"]
+        if platform:
+            command += ["-F", f"{platform}/Developer/Library/Frameworks"]
 
     try:
         companions = {path: Source.parse(path).companions for path in files}
