@@ -10,14 +10,14 @@ MAKEFLAGS += --no-print-directory
 RUNNER_SOURCES := Runner/Package.swift $(shell find Runner/Sources -name '*.swift' 2>/dev/null)
 WORKBOOK := Runner/.build/debug/workbook
 # swift format skips hidden folders such as .build when recursing.
-LINT_PATHS := $(wildcard Package.swift Support Chapters Solutions Tests Runner Benchmarks)
+LINT_PATHS := $(wildcard Package.swift Support Chapters Solutions Tests Runner Benchmarks docs/Listings)
 
 # Optional selections: make check CHAPTER=1, make check EXERCISE=1.3, make hint EXERCISE=1.3
 CHAPTER ?=
 EXERCISE ?=
 SELECT = $(if $(CHAPTER),--chapter $(CHAPTER)) $(if $(EXERCISE),--exercise $(EXERCISE))
 
-.PHONY: help check hint watch test verify fingerprint lint format docs docs-preview docs-check bench clean server clipper
+.PHONY: help check hint watch test verify fingerprint lint format docs docs-preview docs-check listings bench clean server clipper
 
 help: ## List the targets
 	@echo "Swift Concurrency workbook"
@@ -31,6 +31,7 @@ help: ## List the targets
 	@echo "  make lint | format       swift format, checking or rewriting"
 	@echo "  make docs | docs-preview render the DocC site to docs/site | serve it locally"
 	@echo "  make docs-check          load every docs page in headless Chromium; fail on broken pages"
+	@echo "  make listings            copy the code listings from docs/Listings into the docs"
 	@echo "  make bench               build the benchmarks (release) and print their tables"
 	@echo "  make server [PORT=4000]  run the Chapter 8 chat server on 127.0.0.1 (PORT=0: any free port)"
 	@echo "  make clipper NAME=alice PORT=4000  chat through that server with your Chapter 8 clipper"
@@ -78,6 +79,11 @@ docs-preview: ## Serve the DocC site on 127.0.0.1
 
 docs-check: ## Check the rendered site in headless Chromium
 	@bash scripts/docs-check.sh
+
+# The docs' Swift code comes from compiled files under docs/Listings; this rewrites the
+# copies in the articles and the tutorial after a source changed (make docs checks them).
+listings: ## Copy docs/Listings into the docs' code blocks
+	@python3 scripts/listings.py sync
 
 # The benchmarks are a package of their own (Benchmarks/), always built in release mode.
 bench: ## Build and run the benchmarks

@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # Builds and previews the workbook's DocC site.
 #
-#   scripts/docs.sh build     render docs/Workbook.docc into docs/site (static hosting);
-#                             any DocC warning fails the build and is printed
+#   scripts/docs.sh build     check the code listings, then render docs/Workbook.docc into
+#                             docs/site (static hosting); any DocC warning fails the build
 #   scripts/docs.sh preview   build if anything changed, then serve docs/site on
 #                             127.0.0.1 (PORT=8000 by default) until Ctrl-C
 #
 # `make docs` and `make docs-preview` call this script. It works from any directory.
 # DOCC=/path/to/docc picks a specific DocC; otherwise `docc` on PATH, or `xcrun docc`.
+#
+# Every ```swift block in the articles, and every code file of the tutorial, is copied from
+# a source under docs/Listings/ (scripts/listings.py explains the markers). Before rendering,
+# build compiles each source against the support modules and checks that every copy is
+# current, so a listing cannot rot: `make listings` rewrites the copies after an edit.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -49,9 +54,22 @@ or set DOCC=/path/to/docc."
   fi
 }
 
+# Compiles every listing source and checks that the docs show them as they are.
+check_listings() {
+  command -v python3 >/dev/null 2>&1 \
+    || die "checking the code listings needs python3, and python3 is not on PATH."
+  python3 "$root/scripts/listings.py" typecheck \
+    || die "a listing source under docs/Listings/ does not compile; fix it (errors above), \
+then run 'make listings'."
+  python3 "$root/scripts/listings.py" check \
+    || die "the docs' code listings are not in step with docs/Listings/ (see above); \
+run 'make listings' to copy the sources into the docs, then 'make docs' again."
+}
+
 build() {
   [[ -d "$catalog" ]] || die "no DocC catalog at $catalog"
   find_docc
+  check_listings
 
   # Render into a scratch folder and swap it in only on success, so a failed build never
   # leaves a half-written site behind.
@@ -99,7 +117,8 @@ Fix them in docs/Workbook.docc and run 'make docs' again."
 needs_build() {
   local stamp="$site/index.html"
   [[ -f "$stamp" ]] || return 0
-  [[ -n "$(find "$catalog" "$script" -newer "$stamp" -print -quit)" ]]
+  [[ -n "$(find "$catalog" "$root/docs/Listings" "$script" "$root/scripts/listings.py" \
+    -newer "$stamp" -print -quit)" ]]
 }
 
 # Prints the first port from $1 that 127.0.0.1 can bind, trying up to $2 ports.

@@ -4,9 +4,11 @@
 #   2. runner tests   swift test --package-path Runner (unit and golden tests)
 #   3. support tests  the support modules' own tests (CoroutineKitTests), built with
 #                     WORKBOOK_CHAPTER=0 so that no chapter module is compiled
-#   4. docs           scripts/docs.sh build (fails on warnings), then scripts/docs-check.sh:
-#                     every page loaded in headless Chromium (titles, internal links,
-#                     images), and its self-test on a copy of the site with planted problems
+#   4. docs           scripts/docs.sh build: compiles the code listings under docs/Listings
+#                     and checks the docs show them as they are, then DocC (fails on
+#                     warnings); then scripts/docs-check.sh: every page loaded in headless
+#                     Chromium (titles, internal links, images), and its self-test on a copy
+#                     of the site with planted problems
 #   5. verify         workbook verify: metadata, solutions pass, starters get their verdicts
 # It stops at the first stage that fails and exits non-zero; on success the last line is
 # verify's own closing line, "verify: N passed, 0 failed".
