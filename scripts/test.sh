@@ -5,7 +5,9 @@
 #   3. support tests  the support modules' own tests (CoroutineKitTests), built with
 #                     WORKBOOK_CHAPTER=0 so that no chapter module is compiled
 #   4. docs           scripts/docs.sh build, when the docs are present (fails on warnings)
-#   5. verify         workbook verify: metadata, solutions pass, starters get their verdicts
+#   5. tsan           scripts/tsan.sh: the solutions' tests (every chapter and the support
+#                     modules') under Thread Sanitizer, in .build-tsan; fails on any report
+#   6. verify         workbook verify: metadata, solutions pass, starters get their verdicts
 # It stops at the first stage that fails and exits non-zero; on success the last line is
 # verify's own closing line, "verify: N passed, 0 failed".
 set -euo pipefail
@@ -20,17 +22,17 @@ fail() {
   exit 1
 }
 
-stage "1/5 lint (swift format lint --strict)"
+stage "1/6 lint (swift format lint --strict)"
 make -s lint || fail lint
 echo "lint: clean"
 
-stage "2/5 runner tests (swift test --package-path Runner)"
+stage "2/6 runner tests (swift test --package-path Runner)"
 swift test --disable-xctest --package-path Runner || fail "runner tests"
 
-stage "3/5 support tests (WORKBOOK_CHAPTER=0 swift test --scratch-path .build-support)"
+stage "3/6 support tests (WORKBOOK_CHAPTER=0 swift test --scratch-path .build-support)"
 WORKBOOK_CHAPTER=0 swift test --disable-xctest --scratch-path .build-support || fail "support tests"
 
-stage "4/5 docs (scripts/docs.sh build)"
+stage "4/6 docs (scripts/docs.sh build)"
 if [[ -f scripts/docs.sh ]]; then
   log="$(mktemp)"
   trap 'rm -f "$log"' EXIT
@@ -45,6 +47,9 @@ else
   echo "skipped: scripts/docs.sh is not here yet"
 fi
 
-stage "5/5 verify (solutions pass, starters fail as expected)"
+stage "5/6 tsan (the solutions' tests under Thread Sanitizer)"
+scripts/tsan.sh || fail tsan
+
+stage "6/6 verify (solutions pass, starters fail as expected)"
 make -s Runner/.build/debug/workbook
 exec Runner/.build/debug/workbook verify
