@@ -102,15 +102,21 @@ summary=$(grep -E "^.{0,4}Test run with [0-9]+ tests?" "$test_log" | tail -1 || 
 if ((reported > 0)) || ((${#report_files[@]} > 0)) || ((warnings_in_output > 0)); then
   for file in "${report_files[@]+"${report_files[@]}"}"; do
     echo
-    echo "---- $(basename "$file") (process ${file##*.}) ----"
-    cat "$file"
+    echo "---- ThreadSanitizer, process ${file##*.} ----"
+    # Swift symbols demangled, for stacks a person can read.
+    swift demangle --simplified <"$file" 2>/dev/null || cat "$file"
   done
   if ((warnings_in_output > 0)); then
     echo
     echo "---- reports in the test output ----"
-    grep -A 40 "WARNING: ThreadSanitizer" "$test_log" || true
+    grep -A 40 "WARNING: ThreadSanitizer" "$test_log" | swift demangle --simplified || true
   fi
   echo
+  if ((status == 0)); then
+    echo "tsan: the tests themselves passed; the reports alone fail this stage."
+  else
+    echo "tsan: the test process exited with status $status (66: the sanitizer reported)."
+  fi
   die "ThreadSanitizer reported $reported problem(s) (above). Fix the race in Support/ or" \
     "Solutions/; suppress only a proven false positive inside the toolchain's libraries, in" \
     "scripts/tsan-suppressions.txt with a comment saying why."
