@@ -122,9 +122,10 @@ extension BuildAChannelTests.OneAtATime {
         }
         // Producers 1 and 3 and consumers 2 and 3 are cancelled by callbacks on other
         // threads, at random moments; consumers 0 and 1 drain the channel.
-        for task in [sending[1], sending[3], receiving[2], receiving[3]] {
-          onRandomThread(within: .milliseconds(1)) { task.cancel() }
-        }
+        let cancellations: [@Sendable () -> Void] = [
+          sending[1].cancel, sending[3].cancel, receiving[2].cancel, receiving[3].cancel,
+        ]
+        for cancel in cancellations { onRandomThread(within: .milliseconds(1), cancel) }
         for task in sending { await task.value }
         channel.close()
         for task in receiving { _ = await task.result }
