@@ -22,13 +22,16 @@ extension PressureTests {
     var problems: [String] = []
 
     for round in 1...40 {
-      let samplesInSession = 60
       let capacity = Int.random(in: 1...6)
       let ending = Ending.allCases.randomElement()!
       let breakAfter = Int.random(in: 1...20)
-      let hub = TelemetryHub(
-        sampleCount: samplesInSession, interval: [.zero, .microseconds(100)].randomElement()!,
-        script: .default)
+      // A short session to read to the end; one of ten seconds to break off, so that only a
+      // .closed receipt can stop the hub in time.
+      let samplesInSession = ending == .readsToTheEnd ? 60 : 100_000
+      let interval: Duration =
+        ending == .readsToTheEnd
+        ? [.zero, .microseconds(100)].randomElement()! : .microseconds(100)
+      let hub = TelemetryHub(sampleCount: samplesInSession, interval: interval, script: .default)
       let stream = samples(from: hub, keepingNewest: capacity)
       let consumer = Task {
         var seen: [Int] = []
