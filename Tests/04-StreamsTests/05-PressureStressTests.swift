@@ -32,10 +32,11 @@ extension PressureTests {
         ending == .readsToTheEnd
         ? [.zero, .microseconds(100)].randomElement()! : .microseconds(100)
       let hub = TelemetryHub(sampleCount: samplesInSession, interval: interval, script: .default)
-      let stream = samples(from: hub, keepingNewest: capacity)
+      // The stream is made inside the loop and held by nothing else, as in an app: breaking
+      // out of the loop releases it, and that ends it.
       let consumer = Task {
         var seen: [Int] = []
-        for await sample in stream {
+        for await sample in samples(from: hub, keepingNewest: capacity) {
           seen.append(sample.number)
           if ending == .breaks, seen.count == breakAfter { break }
           // A slow reader, so the buffer fills and drops.
