@@ -25,13 +25,13 @@ extension NotificationsTests {
 
     let posted = Countdown(posters)
     for _ in 0..<posters {
-      onRandomThread {
+      Thread {
         for index in 0..<perPoster {
           post(battery)
           if index % 50 == 0 { usleep(UInt32.random(in: 0...100)) }
         }
         posted.arrive()
-      }
+      }.start()
     }
     try await withDeadline(
       .seconds(5), "\(posters) threads posting \(perPoster) changes each",
@@ -66,13 +66,13 @@ extension NotificationsTests {
       }
       let posted = Countdown(2)
       for _ in 0..<2 {
-        onRandomThread {
+        Thread {
           for _ in 0..<100 {
             post(battery)
             usleep(UInt32.random(in: 0...20))
           }
           posted.arrive()
-        }
+        }.start()
       }
       // A callback on yet another thread cancels the loop, at any moment of the storm.
       onRandomThread(within: .milliseconds(1)) { consumer.cancel() }

@@ -17,15 +17,16 @@ extension BufferKindsTests {
       let channel = NonBlockingChannel<Int>(kind)
       let refused = Locked(0)
       let sent = Countdown(senders)
-      // send(_:) never waits, so legacy callbacks on any thread may call it directly.
+      // send(_:) never waits, so legacy code on any thread may call it directly: here,
+      // threads of their own.
       for sender in 0..<senders {
-        onRandomThread {
+        Thread {
           for index in 0..<perSender {
             if !channel.send(sender * 10_000 + index) { refused.withLock { $0 += 1 } }
             if index % 64 == 0 { usleep(UInt32.random(in: 0...100)) }
           }
           sent.arrive()
-        }
+        }.start()
       }
       let receiving = (0..<5).map { _ in
         Task {
