@@ -2,26 +2,22 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// Runs `body` once, soon, on another thread chosen at random, after a random delay of at
-/// most `maxDelay`: a global dispatch queue of some quality of service, right away or after
-/// the delay, or a thread of its own that sleeps first.
+/// Runs `body` once, soon, on another thread chosen at random: a global dispatch queue of
+/// some quality of service right away, or a thread of its own after a random delay of at
+/// most `maxDelay`.
 ///
 /// For stress tests: legacy code calls back from wherever it likes, and a bridge must be
 /// right whichever thread wins. Keep `body` short: on Linux the global queues' few threads
-/// also run Swift's tasks, so a long loop belongs on a `Thread` of its own.
+/// also run Swift's tasks. And no dispatch timers (`asyncAfter`): thousands of tiny ones
+/// hold up the one timer thread that every `Task.sleep` in the process also waits on.
 public func onRandomThread(
   within maxDelay: Duration = .microseconds(200), _ body: @escaping @Sendable () -> Void
 ) {
-  let microseconds = Int.random(in: 0...max(0, Int(maxDelay / .microseconds(1))))
-  let qos = [DispatchQoS.QoSClass.userInitiated, .default, .utility].randomElement()!
-  // Never sleeps on a global queue's thread: that would hold up the tasks it also runs.
-  switch Int.random(in: 0..<3) {
-  case 0:
+  if Bool.random() {
+    let qos = [DispatchQoS.QoSClass.userInitiated, .default, .utility].randomElement()!
     DispatchQueue.global(qos: qos).async(execute: body)
-  case 1:
-    DispatchQueue.global(qos: qos).asyncAfter(
-      deadline: .now() + .microseconds(microseconds), execute: body)
-  default:
+  } else {
+    let microseconds = Int.random(in: 0...max(0, Int(maxDelay / .microseconds(1))))
     Thread {
       if microseconds > 0 { usleep(UInt32(microseconds)) }
       body()

@@ -8,12 +8,12 @@ extension BuildAChannelTests.OneAtATime {
     "close() from another thread in the middle of the traffic: every send that returned is received once, in order",
     arguments: [0, 3])
   func closeFromAnotherThread(capacity: Int) async throws {
-    let producers = 5
+    let producers = 4
     let consumers = 3
-    let perProducer = 200
+    let perProducer = 100
     var problems: [String] = []
 
-    for round in 1...20 {
+    for round in 1...12 {
       let channel = Channel<Int>(capacity: capacity)
       let delivered = Locked<[Int]>([])
       let refusals = Locked<[String]>([])
@@ -94,7 +94,7 @@ extension BuildAChannelTests.OneAtATime {
   func cancelFromOtherThreads(capacity: Int) async throws {
     var problems: [String] = []
 
-    for round in 1...20 {
+    for round in 1...12 {
       let channel = Channel<Int>(capacity: capacity)
       let delivered = Locked<[Int]>([])
       let consumed = Locked<[Int]>([])
