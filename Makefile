@@ -17,7 +17,7 @@ CHAPTER ?=
 EXERCISE ?=
 SELECT = $(if $(CHAPTER),--chapter $(CHAPTER)) $(if $(EXERCISE),--exercise $(EXERCISE))
 
-.PHONY: help check hint watch test verify fingerprint lint format docs docs-preview docs-check listings bench clean server clipper
+.PHONY: help check hint watch test tsan verify fingerprint lint format docs docs-preview docs-check listings bench clean server clipper
 
 help: ## List the targets
 	@echo "Swift Concurrency workbook"
@@ -25,7 +25,8 @@ help: ## List the targets
 	@echo "  make check CHAPTER=1     grade chapter 1 (omit CHAPTER for every chapter; EXERCISE=1.3 for one)"
 	@echo "  make hint EXERCISE=1.3   show the next hint for exercise 1.3"
 	@echo "  make watch [CHAPTER=1]   re-grade whenever a file under Chapters/ changes"
-	@echo "  make test                lint, runner and support tests, docs, verify (what CI runs)"
+	@echo "  make test                lint, runner and support tests, docs, tsan, verify (what CI runs)"
+	@echo "  make tsan                the solutions' tests under Thread Sanitizer; fails on any report"
 	@echo "  make verify              check metadata; solutions pass; starters fail as expected"
 	@echo "  make fingerprint         record the starters' digests in workbook.json"
 	@echo "  make lint | format       swift format, checking or rewriting"
@@ -62,6 +63,9 @@ fingerprint: $(WORKBOOK) ## Update starterDigest values
 
 test: ## Everything CI runs
 	@scripts/test.sh
+
+tsan: ## The solutions' tests under Thread Sanitizer
+	@scripts/tsan.sh
 
 lint: ## swift format lint --strict
 	@swift format lint --strict --recursive --parallel $(LINT_PATHS)
@@ -119,5 +123,5 @@ clipper: ## Chat through the server: make clipper NAME=alice PORT=4000
 	@exec "$$(WORKBOOK_CHAPTER=8 WORKBOOK_SOURCE=$(SOURCE) swift build --scratch-path .build-clipper --show-bin-path)/clipper" "$(NAME)" --port $(PORT)
 
 clean: ## Remove build folders; .workbook/ (your progress) stays
-	@rm -rf .build .build-learner .build-solutions .build-clipper Benchmarks/.build .build-support Runner/.build docs/site .build-docs
-	@echo "removed .build, .build-learner, .build-solutions, .build-clipper, Benchmarks/.build, .build-support, Runner/.build, docs/site, .build-docs"
+	@rm -rf .build .build-learner .build-solutions .build-clipper .build-tsan Benchmarks/.build .build-support Runner/.build docs/site .build-docs
+	@echo "removed .build, .build-learner, .build-solutions, .build-clipper, .build-tsan, Benchmarks/.build, .build-support, Runner/.build, docs/site, .build-docs"

@@ -9,7 +9,9 @@
 #                     warnings); then scripts/docs-check.sh: every page loaded in headless
 #                     Chromium (titles, internal links, images), and its self-test on a copy
 #                     of the site with planted problems
-#   5. verify         workbook verify: metadata, solutions pass, starters get their verdicts
+#   5. tsan           scripts/tsan.sh: the solutions' tests (every chapter and the support
+#                     modules') under Thread Sanitizer, in .build-tsan; fails on any report
+#   6. verify         workbook verify: metadata, solutions pass, starters get their verdicts
 # It stops at the first stage that fails and exits non-zero; on success the last line is
 # verify's own closing line, "verify: N passed, 0 failed".
 set -euo pipefail
@@ -24,17 +26,17 @@ fail() {
   exit 1
 }
 
-stage "1/5 lint (swift format lint --strict)"
+stage "1/6 lint (swift format lint --strict)"
 make -s lint || fail lint
 echo "lint: clean"
 
-stage "2/5 runner tests (swift test --package-path Runner)"
+stage "2/6 runner tests (swift test --package-path Runner)"
 swift test --disable-xctest --package-path Runner || fail "runner tests"
 
-stage "3/5 support tests (WORKBOOK_CHAPTER=0 swift test --scratch-path .build-support)"
+stage "3/6 support tests (WORKBOOK_CHAPTER=0 swift test --scratch-path .build-support)"
 WORKBOOK_CHAPTER=0 swift test --disable-xctest --scratch-path .build-support || fail "support tests"
 
-stage "4/5 docs (build, then check in headless Chromium)"
+stage "4/6 docs (build, then check in headless Chromium)"
 if [[ -f scripts/docs.sh ]]; then
   log="$(mktemp)"
   trap 'rm -f "$log"' EXIT
@@ -51,6 +53,9 @@ else
   echo "skipped: scripts/docs.sh is not here yet"
 fi
 
-stage "5/5 verify (solutions pass, starters fail as expected)"
+stage "5/6 tsan (the solutions' tests under Thread Sanitizer)"
+scripts/tsan.sh || fail tsan
+
+stage "6/6 verify (solutions pass, starters fail as expected)"
 make -s Runner/.build/debug/workbook
 exec Runner/.build/debug/workbook verify

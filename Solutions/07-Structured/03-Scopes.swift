@@ -39,15 +39,17 @@ final class TaskScope: Sendable {
       state.nextID += 1
       // Made and stored under the lock: a task that finishes at once waits for the lock in
       // `finished(_:)`, so it is never removed before it was added.
+      //
+      // Like CoScope.add, a cancelled scope cancels what it is given. The task cancels itself
+      // before the work begins: a `task.cancel()` after `Task { … }` would race with the task,
+      // which may already be running the work, uncancelled, on another thread.
+      let startsCancelled = state.cancelled
       let task = Task { [weak self] in
+        if startsCancelled { withUnsafeCurrentTask { $0?.cancel() } }
         await work()
         self?.finished(id)
       }
-      if state.cancelled {
-        task.cancel()  // Like CoScope.add: a cancelled scope cancels what it is given.
-      } else {
-        state.tasks[id] = task
-      }
+      if !startsCancelled { state.tasks[id] = task }
     }
   }
 

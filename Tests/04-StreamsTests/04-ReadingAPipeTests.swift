@@ -145,7 +145,18 @@ enum Pieces: String, CaseIterable, CustomStringConvertible {
 
 /// One test at a time: Foundation's readability handlers on Linux share a libdispatch event
 /// loop that has been known to crash when many of them are torn down at once.
-@Suite("4.4 Reading a pipe", .serialized)
+///
+/// Skipped under Thread Sanitizer (`make tsan`): there, libdispatch's event thread crashed
+/// (SEGV in `_dispatch_event_loop_drain`) in two of six runs while these tests opened and
+/// closed pipes with readability handlers: the libdispatch bug described at `Feed` above,
+/// which the sanitizer's timing provokes. The crash is in the toolchain's library, not in the
+/// workbook's code; everywhere else the suite runs as usual.
+@Suite(
+  "4.4 Reading a pipe", .serialized,
+  .disabled(
+    if: underThreadSanitizer,
+    "under Thread Sanitizer libdispatch crashes in its event loop while pipes are read (see the comment)"
+  ))
 struct ReadingAPipeTests {
   @Test("Ends the stream at end of file, and removes the handler")
   func endsAtEndOfFile() async throws {

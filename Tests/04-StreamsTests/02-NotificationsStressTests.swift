@@ -1,0 +1,105 @@
+import Foundation
+import LegacyKit
+import Testing
+import WorkbookTesting
+
+@testable import Streams
+
+/// Posts one level change to `battery`'s own center on this thread, as the battery would.
+private func post(_ battery: Battery) {
+  battery.notificationCenter.post(name: Battery.levelDidChangeNotification, object: battery)
+}
+
+extension NotificationsTests {
+  @Test("Changes posted from many threads at once each reach the stream exactly once")
+  func postsFromManyThreads() async throws {
+    let battery = Battery(level: 80, notificationCenter: NotificationCenter())
+    let posters = 4
+    let perPoster = 250
+    let received = Locked(0)
+    let stream = levelChanges(of: battery)
+    let consumer = Task {
+      for await _ in stream { received.withLock { $0 += 1 } }
+    }
+    defer { consumer.cancel() }
+
+    let posted = Countdown(posters)
+    for _ in 0..<posters {
+      Thread {
+        for index in 0..<perPoster {
+          post(battery)
+          if index % 50 == 0 { usleep(UInt32.random(in: 0...100)) }
+        }
+        posted.arrive()
+      }.start()
+    }
+    try await withDeadline(
+      .seconds(5), "\(posters) threads posting \(perPoster) changes each",
+      hint: "the observer block must only yield; it must not wait for anything"
+    ) {
+      await posted.reached()
+    }
+    let all = posters * perPoster
+    let arrived = await eventually { received.value >= all }
+    // A moment more, so a change yielded twice would show.
+    try await Task.sleep(for: .milliseconds(50))
+
+    #expect(
+      arrived && received.value == all,
+      because(
+        "\(all) changes were posted from \(posters) threads, and the stream yielded "
+          + "\(received.value) levels: each notification must yield exactly once"))
+  }
+
+  @Test(
+    "Ending the stream in the middle of a storm of changes from other threads removes the observer")
+  func endsDuringAStorm() async throws {
+    let battery = Battery(level: 80, notificationCenter: NotificationCenter())
+    var leftObserving: [Int] = []
+    var yieldedAtAll = false
+
+    for round in 1...20 {
+      let received = Locked(0)
+      let stream = levelChanges(of: battery)
+      let consumer = Task {
+        for await _ in stream { received.withLock { $0 += 1 } }
+      }
+      let posted = Countdown(2)
+      for _ in 0..<2 {
+        Thread {
+          for _ in 0..<100 {
+            post(battery)
+            usleep(UInt32.random(in: 0...20))
+          }
+          posted.arrive()
+        }.start()
+      }
+      // A callback on yet another thread cancels the loop, at any moment of the storm.
+      onRandomThread(within: .milliseconds(1)) { consumer.cancel() }
+
+      try await withDeadline(
+        .seconds(2), "the cancelled loop over levelChanges(of:), round \(round)",
+        hint: "a cancelled loop over an AsyncStream ends by itself; is a yield blocking?"
+      ) {
+        await consumer.value
+        await posted.reached()
+      }
+      if received.value > 0 { yieldedAtAll = true }
+      // The stream has ended: a change posted now must not reach any observer block.
+      let removed = await eventually {
+        let reads = battery.levelReadCount
+        post(battery)
+        return battery.levelReadCount == reads
+      }
+      if !removed { leftObserving.append(round) }
+      if leftObserving.count >= 3 { break }
+    }
+
+    #expect(yieldedAtAll, "no stream yielded anything while changes were posted")
+    #expect(
+      leftObserving.isEmpty,
+      because(
+        "after the stream ended in rounds \(leftObserving), its observer still ran for each "
+          + "change: remove it in the continuation's onTermination"))
+  }
+}

@@ -1,0 +1,160 @@
+import Testing
+import WorkbookTesting
+
+@testable import Channels
+
+extension BuildAChannelTests.OneAtATime {
+  @Test(
+    "close() from another thread in the middle of the traffic: every send that returned is received once, in order",
+    arguments: [0, 3])
+  func closeFromAnotherThread(capacity: Int) async throws {
+    let producers = 4
+    let consumers = 3
+    let perProducer = 100
+    var problems: [String] = []
+
+    for round in 1...12 {
+      let channel = Channel<Int>(capacity: capacity)
+      let delivered = Locked<[Int]>([])
+      let refusals = Locked<[String]>([])
+
+      let received = try await withDeadline(
+        .seconds(5), "round \(round): \(producers) producers, \(consumers) consumers, a close()",
+        hint: "close() must resume everyone who waits: receivers with nil once the buffer is "
+          + "empty, senders by throwing ChannelClosedError"
+      ) {
+        let sending = (0..<producers).map { producer in
+          Task {
+            for index in 0..<perProducer {
+              do {
+                try await channel.send(producer * 10_000 + index)
+                delivered.withLock { $0.append(producer * 10_000 + index) }
+              } catch {
+                if !(error is ChannelClosedError) {
+                  refusals.withLock { $0.append("send threw \(error), not ChannelClosedError") }
+                }
+                return
+              }
+            }
+          }
+        }
+        let receiving = (0..<consumers).map { _ in
+          Task {
+            var received: [Int] = []
+            for try await element in channel { received.append(element) }
+            return received
+          }
+        }
+        // Somewhere in the traffic, a callback on another thread closes the channel.
+        onRandomThread(within: .milliseconds(2)) { channel.close() }
+
+        for task in sending { await task.value }
+        var received: [[Int]] = []
+        for task in receiving {
+          switch await task.result {
+          case .success(let elements): received.append(elements)
+          case .failure(let error):
+            refusals.withLock { $0.append("a receiving loop threw \(error)") }
+          }
+        }
+        return received
+      }
+
+      let everything = received.flatMap { $0 }
+      let sent = delivered.value
+      problems += refusals.value.prefix(2).map { "round \(round): \($0)" }
+      if everything.sorted() != sent.sorted() {
+        problems.append(
+          "round \(round): \(sent.count) sends returned, \(everything.count) elements received"
+            + ", and they differ")
+      }
+      for (consumer, elements) in received.enumerated() {
+        for producer in 0..<producers
+        where !isIncreasing(elements.filter { $0 / 10_000 == producer }) {
+          problems.append(
+            "round \(round): consumer \(consumer) got producer \(producer)'s elements out of order")
+        }
+      }
+      if problems.count >= 3 { break }
+    }
+
+    #expect(
+      problems.isEmpty,
+      """
+      with close() called at any moment from another thread, every send that returned must be \
+      received exactly once, no send that threw may be, senders must throw \
+      ChannelClosedError, and each producer's elements keep their order: \
+      \(problems.prefix(3).joined(separator: "; "))
+      """)
+  }
+
+  @Test(
+    "Senders and receivers woken and cancelled from other threads: nothing lost or duplicated",
+    arguments: [0, 2])
+  func cancelFromOtherThreads(capacity: Int) async throws {
+    var problems: [String] = []
+
+    for round in 1...12 {
+      let channel = Channel<Int>(capacity: capacity)
+      let delivered = Locked<[Int]>([])
+      let consumed = Locked<[Int]>([])
+
+      try await withDeadline(
+        .seconds(5), "round \(round) with cancellations from other threads",
+        hint: "a cancelled send or receive was never resumed, or a waiter was left in a queue"
+      ) {
+        let sending = (0..<4).map { producer in
+          Task {
+            for index in 0..<100 {
+              do {
+                try await channel.send(producer * 10_000 + index)
+                delivered.withLock { $0.append(producer * 10_000 + index) }
+              } catch {
+                return
+              }
+            }
+          }
+        }
+        let receiving = (0..<4).map { _ in
+          Task {
+            for try await element in channel { consumed.withLock { $0.append(element) } }
+          }
+        }
+        // Producers 1 and 3 and consumers 2 and 3 are cancelled by callbacks on other
+        // threads, at random moments; consumers 0 and 1 drain the channel.
+        let cancellations: [@Sendable () -> Void] = [
+          sending[1].cancel, sending[3].cancel, receiving[2].cancel, receiving[3].cancel,
+        ]
+        for cancel in cancellations { onRandomThread(within: .milliseconds(1), cancel) }
+        for task in sending { await task.value }
+        channel.close()
+        for task in receiving { _ = await task.result }
+      }
+
+      let received = consumed.value
+      let sent = delivered.value
+      if received.sorted() != sent.sorted() {
+        problems.append(
+          "round \(round): \(sent.count) sends returned, \(received.count) elements received")
+      }
+      // Producers 0 and 2 are never cancelled, and the channel is closed after every
+      // producer has stopped: all their elements get in.
+      let uncancelled = sent.filter { $0 / 10_000 == 0 || $0 / 10_000 == 2 }.count
+      if uncancelled != 200 {
+        problems.append(
+          "round \(round): the producers nobody cancelled got \(uncancelled) of 200 elements in")
+      }
+      if Set(received).count != received.count {
+        problems.append("round \(round): an element was received twice")
+      }
+      if problems.count >= 3 { break }
+    }
+
+    #expect(
+      problems.isEmpty,
+      """
+      a send that returned must be received exactly once, whoever is cancelled from whichever \
+      thread: \(problems.prefix(3).joined(separator: "; "))
+      """)
+  }
+}
