@@ -1,0 +1,106 @@
+// `make bench`: every benchmark of the workbook, one table. See Package.swift.
+//
+//   bench [--quick] [--root PATH] [--results FILE]
+//       --quick     fewer runs, and no learner's loop (it builds in a scratch clone)
+//       --root      the workbook's root (default: the current directory)
+//       --results   also write the results as Markdown to FILE (ignored with --quick,
+//                   so the committed file always comes from a full run)
+//   bench --child coroutines|tasks|idle COUNT
+//       one variant of the migration benchmark; the benchmark starts itself this way
+
+import Foundation
+
+func usage(_ problem: String) -> Never {
+  FileHandle.standardError.write(
+    Data(
+      """
+      bench: \(problem)
+      usage: bench [--quick] [--root PATH] [--results FILE]
+             bench --child coroutines|tasks|idle COUNT
+
+      """.utf8))
+  exit(2)
+}
+
+var arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.first == "--child" {
+  guard arguments.count == 3, let mode = ChildMode(rawValue: arguments[1]),
+    let count = Int(arguments[2]), count >= 0
+  else { usage("--child needs a mode (coroutines, tasks or idle) and a count") }
+  try await runChild(mode, count: count)
+  exit(0)
+}
+
+var quick = false
+var root = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+var resultsFile: URL?
+while !arguments.isEmpty {
+  let argument = arguments.removeFirst()
+  switch argument {
+  case "--quick":
+    quick = true
+  case "--root":
+    guard !arguments.isEmpty else { usage("--root needs a path") }
+    root = URL(fileURLWithPath: arguments.removeFirst())
+  case "--results":
+    guard !arguments.isEmpty else { usage("--results needs a file") }
+    resultsFile = URL(fileURLWithPath: arguments.removeFirst())
+  default:
+    usage("unknown argument \(argument)")
+  }
+}
+
+#if DEBUG
+Progress.say("bench: this is a DEBUG build and its numbers mean little; use `make bench`")
+#endif
+
+let machine = Machine.describe(root: root)
+let loadAtStart = loadAverage()
+Progress.say("bench: load average \(loadAtStart) on \(machine.cores) cores")
+if loadOneMinute() > Double(machine.cores) / 2 {
+  Progress.say("bench: the machine is busy; the numbers will be noisier than usual")
+}
+
+let channelRuns = quick ? 3 : 5
+let continuationRuns = quick ? 3 : 9
+let promiseRuns = quick ? 3 : 9
+let migrationRuns = quick ? 1 : 3
+let loopRuns = 5
+
+var entries: [Entry] = []
+var notes: [String] = []
+entries += try await measureChannels(count: 1_000_000, runs: channelRuns)
+entries += await measureContinuations(runs: continuationRuns)
+entries += try await measurePromise(awaiters: 10_000, awaits: 1_000_000, runs: promiseRuns)
+let migration = measureMigration(count: 10_000, runs: migrationRuns)
+entries += migration.entries
+notes += migration.notes
+var runs =
+  "channels \(channelRuns), continuations \(continuationRuns), promise \(promiseRuns), "
+  + "migration \(migrationRuns) child processes a variant"
+if quick {
+  notes.append("QUICK run: the learner's loop was skipped (run `make bench` without QUICK).")
+} else {
+  let loop = measureLearnerLoop(root: root, runs: loopRuns)
+  entries += loop.entries
+  notes += loop.notes
+  runs += ", learner's loop \(loopRuns) (cold: 1)"
+}
+
+let results = Results(
+  machine: machine, loadAtStart: loadAtStart, loadAtEnd: loadAverage(), runs: runs,
+  entries: entries, notes: notes, quick: quick)
+printTable(results)
+if let resultsFile {
+  if quick {
+    Progress.say("bench: QUICK run, so \(resultsFile.path) is left as it was")
+  } else {
+    do {
+      try markdown(results).write(to: resultsFile, atomically: true, encoding: .utf8)
+      Progress.say("bench: wrote \(resultsFile.path)")
+    } catch {
+      Progress.say("bench: could not write \(resultsFile.path): \(error)")
+      exit(1)
+    }
+  }
+}
