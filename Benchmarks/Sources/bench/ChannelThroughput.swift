@@ -56,7 +56,9 @@ enum AsyncChannelReading: Sendable {
 }
 
 /// swift-async-algorithms' channel: `producers` tasks send, `consumers` tasks iterate.
-func asyncChannelTransfer(reading: AsyncChannelReading, producers: Int, consumers: Int)
+func asyncChannelTransfer(
+  reading: AsyncChannelReading, producers: Int, consumers: Int
+)
   -> Transfer
 {
   { count in
@@ -214,8 +216,9 @@ func channelConfigurations() -> [ChannelConfiguration] {
   ]
 }
 
-/// Runs every configuration: one untimed run of each variant, then `runs` rounds in which
-/// every variant of the configuration runs once, in a rotating order.
+/// Runs every configuration: one short untimed run of each variant (a tenth of `count`),
+/// then `runs` rounds in which every variant of the configuration runs once, in a rotating
+/// order.
 func measureChannels(count: Int, runs: Int) async throws -> [Entry] {
   let group = "Channel throughput, \(count.formatted()) Ints"
   var entries: [Entry] = []
@@ -230,7 +233,7 @@ func measureChannels(count: Int, runs: Int) async throws -> [Entry] {
     }
     Progress.say("channels: \(configuration.name): warming up")
     for index in runnable {
-      _ = try await run(configuration.variants[index], count: count)
+      _ = try await run(configuration.variants[index], count: max(1, count / 10))
     }
     for round in 0..<runs {
       Progress.say("channels: \(configuration.name): run \(round + 1) of \(runs)")

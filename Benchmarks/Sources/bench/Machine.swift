@@ -24,11 +24,17 @@ struct Machine {
       ((try? String(contentsOfFile: "/etc/os-release", encoding: .utf8)) ?? "")
       .split(separator: "\n")
       .first { $0.hasPrefix("PRETTY_NAME=") }
-      .map { $0.dropFirst("PRETTY_NAME=".count).trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }
+      .map {
+        $0.dropFirst("PRETTY_NAME=".count).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+      }
     var names = utsname()
     uname(&names)
-    let kernel = withUnsafeBytes(of: &names.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-    let machine = withUnsafeBytes(of: &names.machine) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+    let kernel = withUnsafeBytes(of: &names.release) {
+      String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+    }
+    let machine = withUnsafeBytes(of: &names.machine) {
+      String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+    }
     let system = [release, "kernel \(kernel)", machine].compactMap { $0 }.joined(separator: ", ")
     let swift =
       command(["swift", "--version"])?.split(separator: "\n")
@@ -36,9 +42,11 @@ struct Machine {
       .map(String.init) ?? "Swift (version unknown)"
     let formatter = ISO8601DateFormatter()
     formatter.formatOptions = [.withInternetDateTime]
-    let commit = command(["git", "-C", root.path, "rev-parse", "--short=12", "HEAD"])?
+    let commit =
+      command(["git", "-C", root.path, "rev-parse", "--short=12", "HEAD"])?
       .trimmingCharacters(in: .whitespacesAndNewlines) ?? "unknown"
-    let dirty = command(["git", "-C", root.path, "status", "--porcelain", "--untracked-files=no"])
+    let dirty =
+      command(["git", "-C", root.path, "status", "--porcelain", "--untracked-files=no"])
       .map { $0.isEmpty ? "" : " with uncommitted changes" } ?? ""
     return Machine(
       cpu: cpu, cores: ProcessInfo.processInfo.activeProcessorCount, memory: memory,

@@ -99,7 +99,9 @@ func ownExecutable() -> URL {
 }
 
 /// Runs a child and reads its report; the error says what went wrong (a crash, a limit).
-func runChildProcess(_ mode: ChildMode, count: Int, timeout: Double = 180) -> Result<
+func runChildProcess(
+  _ mode: ChildMode, count: Int, timeout: Double = 180
+) -> Result<
   ChildReport, ChildFailure
 > {
   let process = Process()

@@ -50,7 +50,8 @@ struct Results {
         case (_, true): word = String(format: "takes %.2f× as long", factor)
         case (_, false): word = String(format: "%.2f× faster", factor)
         }
-        let what = "\(ours.group), \(ours.configuration): \(ours.variant) \(ours.unit.format(ours.median)) against \(theirs.variant) \(theirs.unit.format(theirs.median))"
+        let what =
+          "\(ours.group), \(ours.configuration): \(ours.variant) \(ours.unit.format(ours.median)) against \(theirs.variant) \(theirs.unit.format(theirs.median))"
         if worse {
           lines.append("**loses**: \(what): \(word).")
         } else if better {
@@ -84,7 +85,10 @@ func printTable(_ results: Results) {
   print()
   let headers = ["configuration", "variant", "median", "min–max", "spread", "comparison"]
   let rows = results.entries.map { entry in
-    [entry.configuration, entry.variant, entry.medianText, entry.rangeText, entry.spreadText, entry.versus]
+    [
+      entry.configuration, entry.variant, entry.medianText, entry.rangeText, entry.spreadText,
+      entry.versus,
+    ]
   }
   var widths = headers.map(\.count)
   for row in rows {
@@ -168,8 +172,12 @@ func markdown(_ results: Results) -> String {
     }
     let name = entry.configuration == configuration ? "" : entry.configuration
     configuration = entry.configuration
-    let cells = [name, entry.variant, entry.medianText, entry.rangeText, entry.spreadText, entry.versus]
-    text += "| " + cells.map { $0.replacingOccurrences(of: "|", with: "\\|") }.joined(separator: " | ") + " |\n"
+    let cells = [
+      name, entry.variant, entry.medianText, entry.rangeText, entry.spreadText, entry.versus,
+    ]
+    text +=
+      "| " + cells.map { $0.replacingOccurrences(of: "|", with: "\\|") }.joined(separator: " | ")
+      + " |\n"
   }
   text += "\n"
   for note in results.footnotes { text += "\(note.marker) \(note.text)\n\n" }

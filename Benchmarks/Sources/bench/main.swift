@@ -1,7 +1,9 @@
 // `make bench`: every benchmark of the workbook, one table. See Package.swift.
 //
-//   bench [--quick] [--root PATH] [--results FILE]
+//   bench [--quick] [--only GROUP,…] [--root PATH] [--results FILE]
 //       --quick     fewer runs, and no learner's loop (it builds in a scratch clone)
+//       --only      just these groups: channels, continuations, promise, migration, loop
+//                   (for looking into one; no results file is written)
 //       --root      the workbook's root (default: the current directory)
 //       --results   also write the results as Markdown to FILE (ignored with --quick,
 //                   so the committed file always comes from a full run)
@@ -15,7 +17,7 @@ func usage(_ problem: String) -> Never {
     Data(
       """
       bench: \(problem)
-      usage: bench [--quick] [--root PATH] [--results FILE]
+      usage: bench [--quick] [--only GROUP,…] [--root PATH] [--results FILE]
              bench --child coroutines|tasks|idle COUNT
 
       """.utf8))
@@ -32,6 +34,8 @@ if arguments.first == "--child" {
 }
 
 var quick = false
+let groups = ["channels", "continuations", "promise", "migration", "loop"]
+var only = Set(groups)
 var root = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
 var resultsFile: URL?
 while !arguments.isEmpty {
@@ -39,6 +43,14 @@ while !arguments.isEmpty {
   switch argument {
   case "--quick":
     quick = true
+  case "--only":
+    guard !arguments.isEmpty else {
+      usage("--only needs groups, from: \(groups.joined(separator: ", "))")
+    }
+    only = Set(arguments.removeFirst().split(separator: ",").map(String.init))
+    if let unknown = only.first(where: { !groups.contains($0) }) {
+      usage("no group \(unknown); the groups are \(groups.joined(separator: ", "))")
+    }
   case "--root":
     guard !arguments.isEmpty else { usage("--root needs a path") }
     root = URL(fileURLWithPath: arguments.removeFirst())
@@ -69,31 +81,43 @@ let loopRuns = 5
 
 var entries: [Entry] = []
 var notes: [String] = []
-entries += try await measureChannels(count: 1_000_000, runs: channelRuns)
-entries += await measureContinuations(runs: continuationRuns)
-entries += try await measurePromise(awaiters: 10_000, awaits: 1_000_000, runs: promiseRuns)
-let migration = measureMigration(count: 10_000, runs: migrationRuns)
-entries += migration.entries
-notes += migration.notes
-var runs =
-  "channels \(channelRuns), continuations \(continuationRuns), promise \(promiseRuns), "
-  + "migration \(migrationRuns) child processes a variant"
-if quick {
+var runs: [String] = []
+if only.contains("channels") {
+  entries += try await measureChannels(count: 1_000_000, runs: channelRuns)
+  runs.append("channels \(channelRuns)")
+}
+if only.contains("continuations") {
+  entries += await measureContinuations(runs: continuationRuns)
+  runs.append("continuations \(continuationRuns)")
+}
+if only.contains("promise") {
+  entries += try await measurePromise(awaiters: 10_000, awaits: 1_000_000, runs: promiseRuns)
+  runs.append("promise \(promiseRuns)")
+}
+if only.contains("migration") {
+  let migration = measureMigration(count: 10_000, runs: migrationRuns)
+  entries += migration.entries
+  notes += migration.notes
+  runs.append("migration \(migrationRuns) child processes a variant")
+}
+if only.contains("loop") && quick {
   notes.append("QUICK run: the learner's loop was skipped (run `make bench` without QUICK).")
-} else {
+} else if only.contains("loop") {
   let loop = measureLearnerLoop(root: root, runs: loopRuns)
   entries += loop.entries
   notes += loop.notes
-  runs += ", learner's loop \(loopRuns) (cold: 1)"
+  runs.append("learner's loop \(loopRuns) (cold: 1)")
 }
+let partial = quick || only.count < groups.count
 
 let results = Results(
-  machine: machine, loadAtStart: loadAtStart, loadAtEnd: loadAverage(), runs: runs,
+  machine: machine, loadAtStart: loadAtStart, loadAtEnd: loadAverage(),
+  runs: runs.joined(separator: ", "),
   entries: entries, notes: notes, quick: quick)
 printTable(results)
 if let resultsFile {
-  if quick {
-    Progress.say("bench: QUICK run, so \(resultsFile.path) is left as it was")
+  if partial {
+    Progress.say("bench: not a full run, so \(resultsFile.path) is left as it was")
   } else {
     do {
       try markdown(results).write(to: resultsFile, atomically: true, encoding: .utf8)
