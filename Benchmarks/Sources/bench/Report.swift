@@ -199,14 +199,16 @@ func markdown(_ results: Results) -> String {
     checked and with an unsafe continuation, for a legacy API that answers inside the call and \
     for one that answers from a Dispatch queue.
     - **Promise**: Solutions/05-Futures/02-BuildAPromise.swift, linked the same way. Fulfil: \
-    the time from `succeed` until every one of the waiting tasks has its value; the floor is \
-    the same number of tasks on bare checked continuations resumed in a loop. Await after \
-    fulfilment: the fast path, no suspension.
+    the time from `succeed` until every one of the waiting tasks has its value, with the \
+    awaiters started as a `Task` each and as the children of one task group. The floor is the \
+    same number of tasks on bare checked continuations, resumed in a loop in the order they \
+    arrived; in the task group, the same floor resumed in a shuffled order shows what the \
+    order alone costs there. Await after fulfilment: the fast path, no suspension.
     - **Migration payoff**: each variant in a child process of its own (the benchmark started \
     again with `--child`), so each peak of resident memory (VmHWM) belongs to one variant. \
     Wall time covers starting every waiter, fulfilling the promise once all wait, and every \
     waiter finishing. Coroutines are Support/CoroutineKit (a thread each, blocked in \
-    `CoPromise.await()`); tasks wait on the solution's `Promise`.
+    `CoPromise.await()`); tasks are a `Task` each, waiting on the solution's `Promise`.
     - **The learner's loop**: scripts/bench-loop.sh in a scratch clone of the commit above: \
     a cold `make check CHAPTER=1` on the fresh clone, then five times an appended comment in \
     Chapters/01-Callbacks/01-WarmUp.swift and `make check CHAPTER=1` until its verdicts are \

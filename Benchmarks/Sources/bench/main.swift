@@ -91,7 +91,9 @@ if only.contains("continuations") {
   runs.append("continuations \(continuationRuns)")
 }
 if only.contains("promise") {
-  entries += try await measurePromise(awaiters: 10_000, awaits: 1_000_000, runs: promiseRuns)
+  let promise = try await measurePromise(awaiters: 10_000, awaits: 1_000_000, runs: promiseRuns)
+  entries += promise.entries
+  notes += promise.notes
   runs.append("promise \(promiseRuns)")
 }
 if only.contains("migration") {
