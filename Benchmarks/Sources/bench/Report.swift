@@ -123,18 +123,11 @@ func printTable(_ results: Results) {
   print("(spread: half the interquartile range of the runs, as a share of the median)")
 }
 
-func markdown(_ results: Results) -> String {
+/// The machine, the verdicts, the table and the notes, under headings of `level` ("##").
+func markdownBody(_ results: Results, level: String) -> String {
   let machine = results.machine
   var text = """
-    # Benchmark results
-
-    Written by `make bench` (Benchmarks/, release build) from one full run; do not edit by \
-    hand, run `make bench` again. Every row of a configuration was measured side by side in \
-    that run, the variants taking turns, and each figure is the median of several runs, with \
-    the smallest and largest run and the spread (half the interquartile range, as a share of \
-    the median).
-
-    ## Machine
+    \(level) Machine
 
     | | |
     | --- | --- |
@@ -149,14 +142,14 @@ func markdown(_ results: Results) -> String {
     | load average at end | \(results.loadAtEnd) |
     | runs per row | \(results.runs) |
 
-    ## Where the solutions lose, and where they win
+    \(level) Where the solutions lose, and where they win
 
 
     """
   for verdict in results.verdicts { text += "- \(verdict)\n" }
   text += """
 
-    ## The table
+    \(level) The table
 
     | configuration | variant | median | min–max | spread | comparison |
     | --- | --- | ---: | ---: | ---: | --- |
@@ -182,10 +175,41 @@ func markdown(_ results: Results) -> String {
   text += "\n"
   for note in results.footnotes { text += "\(note.marker) \(note.text)\n\n" }
   if !results.notes.isEmpty {
-    text += "## Notes\n\n"
+    text += "\(level) Notes\n\n"
     for note in results.notes { text += "- \(note)\n" }
     text += "\n"
   }
+  return text
+}
+
+/// A section for a later run of some rows (`make bench` with `--only … --append-to`), put
+/// in front of "What each row measures" in an existing RESULTS.md.
+func markdownRerun(_ results: Results, groups: [String], into existing: String) -> String {
+  let section =
+    "## A later run of some rows: \(groups.joined(separator: ", "))\n\n"
+    + "The same benchmark, run again for these rows only (`bench --only "
+    + "\(groups.joined(separator: ",")) --append-to …`), for instance when the full run above "
+    + "met a busy machine. The full run's figures above are left as they were.\n\n"
+    + markdownBody(results, level: "###")
+  guard let range = existing.range(of: "## What each row measures") else {
+    return existing + "\n" + section
+  }
+  return existing.replacingCharacters(in: range.lowerBound..<range.lowerBound, with: section)
+}
+
+func markdown(_ results: Results) -> String {
+  var text = """
+    # Benchmark results
+
+    Written by `make bench` (Benchmarks/, release build) from one full run; do not edit by \
+    hand, run `make bench` again. Every row of a configuration was measured side by side in \
+    that run, the variants taking turns, and each figure is the median of several runs, with \
+    the smallest and largest run and the spread (half the interquartile range, as a share of \
+    the median).
+
+
+    """
+  text += markdownBody(results, level: "##")
   text += """
     ## What each row measures
 

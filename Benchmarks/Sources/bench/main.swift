@@ -1,12 +1,14 @@
 // `make bench`: every benchmark of the workbook, one table. See Package.swift.
 //
-//   bench [--quick] [--only GROUP,…] [--root PATH] [--results FILE]
+//   bench [--quick] [--only GROUP,…] [--root PATH] [--results FILE | --append-to FILE]
 //       --quick     fewer runs, and no learner's loop (it builds in a scratch clone)
 //       --only      just these groups: channels, continuations, promise, migration, loop
-//                   (for looking into one; no results file is written)
+//                   (for looking into one; --results is then ignored)
 //       --root      the workbook's root (default: the current directory)
 //       --results   also write the results as Markdown to FILE (ignored with --quick,
 //                   so the committed file always comes from a full run)
+//       --append-to with --only: add this run as a section of its own to FILE, an
+//                   existing RESULTS.md (say, the fast rows again on a quieter machine)
 //   bench --child coroutines|tasks|idle COUNT
 //       one variant of the migration benchmark; the benchmark starts itself this way
 
@@ -17,7 +19,7 @@ func usage(_ problem: String) -> Never {
     Data(
       """
       bench: \(problem)
-      usage: bench [--quick] [--only GROUP,…] [--root PATH] [--results FILE]
+      usage: bench [--quick] [--only GROUP,…] [--root PATH] [--results FILE | --append-to FILE]
              bench --child coroutines|tasks|idle COUNT
 
       """.utf8))
@@ -38,6 +40,7 @@ let groups = ["channels", "continuations", "promise", "migration", "loop"]
 var only = Set(groups)
 var root = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
 var resultsFile: URL?
+var appendFile: URL?
 while !arguments.isEmpty {
   let argument = arguments.removeFirst()
   switch argument {
@@ -54,6 +57,9 @@ while !arguments.isEmpty {
   case "--root":
     guard !arguments.isEmpty else { usage("--root needs a path") }
     root = URL(fileURLWithPath: arguments.removeFirst())
+  case "--append-to":
+    guard !arguments.isEmpty else { usage("--append-to needs a file") }
+    appendFile = URL(fileURLWithPath: arguments.removeFirst())
   case "--results":
     guard !arguments.isEmpty else { usage("--results needs a file") }
     resultsFile = URL(fileURLWithPath: arguments.removeFirst())
@@ -111,12 +117,37 @@ if only.contains("loop") && quick {
   runs.append("learner's loop \(loopRuns) (cold: 1)")
 }
 let partial = quick || only.count < groups.count
+// Busy: more than half a runnable process per core over the last minute, at either end.
+let loadAtStartOneMinute = Double(loadAtStart.split(separator: ",").first ?? "") ?? 0
+if max(loadAtStartOneMinute, loadOneMinute()) > Double(machine.cores) / 2 {
+  notes.append(
+    "The machine was busy (load average \(loadAtStart) at the start, \(loadAverage()) at the "
+      + "end, on \(machine.cores) cores): other work shared the cores, so the figures are lower "
+      + "and noisier than a quiet machine would give. Ratios of rows measured side by side "
+      + "suffer less than the absolute figures.")
+}
 
 let results = Results(
   machine: machine, loadAtStart: loadAtStart, loadAtEnd: loadAverage(),
   runs: runs.joined(separator: ", "),
   entries: entries, notes: notes, quick: quick)
 printTable(results)
+if let appendFile {
+  guard !quick, only.count < groups.count else {
+    Progress.say("bench: --append-to is for a run with --only and without --quick; nothing written")
+    exit(1)
+  }
+  do {
+    let existing = try String(contentsOf: appendFile, encoding: .utf8)
+    let chosen = groups.filter { only.contains($0) }
+    try markdownRerun(results, groups: chosen, into: existing)
+      .write(to: appendFile, atomically: true, encoding: .utf8)
+    Progress.say("bench: added this run to \(appendFile.path)")
+  } catch {
+    Progress.say("bench: could not add this run to \(appendFile.path): \(error)")
+    exit(1)
+  }
+}
 if let resultsFile {
   if partial {
     Progress.say("bench: not a full run, so \(resultsFile.path) is left as it was")
