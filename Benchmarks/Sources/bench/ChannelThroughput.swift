@@ -9,13 +9,13 @@ import AsyncAlgorithms
 /// their sum.
 typealias Transfer = @Sendable (_ count: Int) async throws -> (received: Int, sum: Int)
 
-/// The solution's channel: `producers` tasks send, `consumers` tasks receive.
-func solutionTransfer(capacity: Int, producers: Int, consumers: Int) -> Transfer {
+/// The solution's channel: `producers` tasks send, `consumers` tasks receive. A `capacity`
+/// of nil means room for every message of the run, that is, unbounded.
+func solutionTransfer(capacity: Int?, producers: Int, consumers: Int) -> Transfer {
   { count in
-    let channel = Channel<Int>(capacity: capacity == -1 ? count : capacity)
+    let channel = Channel<Int>(capacity: capacity ?? count)
     return try await withThrowingTaskGroup(of: (Int, Int).self) { group in
-      for consumer in 0..<consumers {
-        _ = consumer
+      for _ in 0..<consumers {
         group.addTask {
           var received = 0
           var sum = 0
@@ -64,8 +64,7 @@ func asyncChannelTransfer(
   { count in
     let channel = AsyncChannel<Int>()
     return try await withThrowingTaskGroup(of: (Int, Int).self) { group in
-      for consumer in 0..<consumers {
-        _ = consumer
+      for _ in 0..<consumers {
         group.addTask {
           var received = 0
           var sum = 0
@@ -196,7 +195,7 @@ func channelConfigurations() -> [ChannelConfiguration] {
       variants: [
         ChannelVariant(
           name: "\(solution), capacity 1,000,000",
-          transfer: solutionTransfer(capacity: -1, producers: 1, consumers: 1)),
+          transfer: solutionTransfer(capacity: nil, producers: 1, consumers: 1)),
         ChannelVariant(
           name: "AsyncChannel + .buffer(.unbounded)",
           transfer: asyncChannelTransfer(reading: .unbounded, producers: 1, consumers: 1)),

@@ -120,6 +120,8 @@ func printTable(_ results: Results) {
   print()
   for note in results.footnotes { print("\(note.marker) \(note.text)") }
   for note in results.notes { print("note: \(note)") }
+  print()
+  for verdict in results.verdicts { print(verdict.replacingOccurrences(of: "**", with: "")) }
   print("(spread: half the interquartile range of the runs, as a share of the median)")
 }
 
