@@ -149,7 +149,9 @@ func markdownBody(_ results: Results, level: String) -> String {
 
     """
   for verdict in results.verdicts { text += "- \(verdict)\n" }
-  if results.verdicts.isEmpty { text += "- No row of this run compares a solution with anything.\n" }
+  if results.verdicts.isEmpty {
+    text += "- No row of this run compares a solution with anything.\n"
+  }
   text += """
 
     \(level) The table
