@@ -120,9 +120,9 @@ func printTable(_ results: Results) {
   print()
   for note in results.footnotes { print("\(note.marker) \(note.text)") }
   for note in results.notes { print("note: \(note)") }
+  print("(spread: half the interquartile range of the runs, as a share of the median)")
   print()
   for verdict in results.verdicts { print(verdict.replacingOccurrences(of: "**", with: "")) }
-  print("(spread: half the interquartile range of the runs, as a share of the median)")
 }
 
 /// The machine, the verdicts, the table and the notes, under headings of `level` ("##").
