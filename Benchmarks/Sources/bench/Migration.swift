@@ -62,7 +62,23 @@ func runChild(_ mode: ChildMode, count: Int) async throws {
           total.add(try promise.await(), ordering: .relaxed)
         }
       }
-      while arrived.load(ordering: .relaxed) < count { usleep(50) }
+      // When the system refuses a thread, that coroutine never starts (Foundation's Thread
+      // fails without a word): give up once no coroutine has arrived for 10 seconds, and
+      // say how many did.
+      var seen = 0
+      var lastProgress = ContinuousClock.now
+      while arrived.load(ordering: .relaxed) < count {
+        usleep(50)
+        let now = arrived.load(ordering: .relaxed)
+        if now != seen {
+          seen = now
+          lastProgress = .now
+        } else if ContinuousClock.now - lastProgress > .seconds(10) {
+          fail(
+            "only \(now) of \(count) coroutines started (\(processStatus("Threads") ?? 0) "
+              + "threads); the system refused more threads")
+        }
+      }
       threads = processStatus("Threads") ?? 0
       promise.success(1)
       done.wait()
@@ -183,8 +199,8 @@ func measureMigration(count: Int, runs: Int) -> (entries: [Entry], notes: [Strin
       if case .success = attempt {
         coroutineCount = smaller
         notes.append(
-          "The largest count tried that worked is \(smaller.formatted()); the coroutine rows "
-            + "use it, and the task rows stay at \(count.formatted()).")
+          "The largest count tried that worked is \(smaller.formatted()); both variants are "
+            + "measured at that count, so that they compare.")
         break
       } else if case .failure(let again) = attempt {
         notes.append("\(smaller.formatted()) failed too: \(again.reason).")
@@ -199,18 +215,18 @@ func measureMigration(count: Int, runs: Int) -> (entries: [Entry], notes: [Strin
     group: group, configuration: label("wall time", coroutineCount), variant: coroutineName,
     unit: .milliseconds)
   var taskTime = Entry(
-    group: group, configuration: label("wall time", count), variant: taskName,
+    group: group, configuration: label("wall time", coroutineCount), variant: taskName,
     unit: .milliseconds)
   var coroutinePeak = Entry(
     group: group, configuration: label("peak memory (VmHWM)", coroutineCount),
     variant: coroutineName, unit: .mebibytes)
   var taskPeak = Entry(
-    group: group, configuration: label("peak memory (VmHWM)", count), variant: taskName,
+    group: group, configuration: label("peak memory (VmHWM)", coroutineCount), variant: taskName,
     unit: .mebibytes)
   var coroutineThreads: [Int] = []
   var taskThreads: [Int] = []
   guard case .success = attempt else {
-    notes.append("No coroutine count worked, so only tasks were measured.")
+    notes.append("No coroutine count worked, so neither variant was measured.")
     coroutineTime.notApplicable = Footnote(marker: "[d]", text: notes.joined(separator: " "))
     coroutinePeak.notApplicable = coroutineTime.notApplicable
     return ([coroutineTime, taskTime, coroutinePeak, taskPeak], notes)
@@ -219,7 +235,7 @@ func measureMigration(count: Int, runs: Int) -> (entries: [Entry], notes: [Strin
     Progress.say("migration: run \(run + 1) of \(runs) (a child process each)")
     let order: [ChildMode] = run.isMultiple(of: 2) ? [.coroutines, .tasks] : [.tasks, .coroutines]
     for mode in order {
-      let n = mode == .coroutines ? coroutineCount : count
+      let n = coroutineCount
       switch runChildProcess(mode, count: n) {
       case .success(let report):
         if mode == .coroutines {
