@@ -33,7 +33,7 @@ help: ## List the targets
 	@echo "  make docs | docs-preview render the DocC site to docs/site | serve it locally"
 	@echo "  make docs-check          load every docs page in headless Chromium; fail on broken pages"
 	@echo "  make listings            copy the code listings from docs/Listings into the docs"
-	@echo "  make bench               build the benchmarks (release) and print their tables"
+	@echo "  make bench [QUICK=1]     benchmarks (release build): one table, saved to Benchmarks/RESULTS.md"
 	@echo "  make server [PORT=4000]  run the Chapter 8 chat server on 127.0.0.1 (PORT=0: any free port)"
 	@echo "  make clipper NAME=alice PORT=4000  chat through that server with your Chapter 8 clipper"
 	@echo "  make clean               remove build folders (keeps your progress)"
@@ -90,12 +90,16 @@ listings: ## Copy docs/Listings into the docs' code blocks
 	@python3 scripts/listings.py sync
 
 # The benchmarks are a package of their own (Benchmarks/), always built in release mode.
+# One table on stdout, progress on stderr; a full run also rewrites Benchmarks/RESULTS.md.
+# QUICK=1: fewer runs and no learner's loop, and RESULTS.md stays as it is.
+QUICK ?=
 bench: ## Build and run the benchmarks
 	@mkdir -p Benchmarks/.build
 	@echo "building the benchmarks in release mode…" >&2
 	@swift build -c release --package-path Benchmarks > Benchmarks/.build/make-bench.log 2>&1 \
-	  || { cat Benchmarks/.build/make-bench.log; echo "make: building the benchmarks failed" >&2; exit 1; }
-	@Benchmarks/.build/release/continuation-cost
+	  || { cat Benchmarks/.build/make-bench.log; echo "make: building the benchmarks failed (the log is above)" >&2; exit 1; }
+	@Benchmarks/.build/release/bench --root "$(CURDIR)" \
+	  $(if $(QUICK),--quick,--results Benchmarks/RESULTS.md)
 
 # The Chapter 8 chat server (Support/ChatServerMain), built without any chapter module, in
 # the support tests' build folder. Ctrl-C stops it.

@@ -1,0 +1,1 @@
+../../../Solutions/06-Channels/02-BuildAChannel.swift

@@ -1,0 +1,1 @@
+../../../Solutions/05-Futures/02-BuildAPromise.swift
