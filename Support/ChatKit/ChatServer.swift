@@ -32,8 +32,9 @@ import Darwin
 ///
 /// ## Implementation
 ///
-/// Non-blocking sockets, one Dispatch read source per client (plus a write source while
-/// a client's socket buffer is full), and one serial queue that owns all state.
+/// Non-blocking sockets, one Dispatch read source per client (output that does not fit a
+/// client's socket is retried every few milliseconds), and one serial queue that owns all
+/// state.
 public final class ChatServer: @unchecked Sendable {
   /// The longest line, in bytes without the newline, that the server accepts.
   public static let maximumLineLength = 1024
@@ -252,8 +253,7 @@ public final class ChatServer: @unchecked Sendable {
     }
   }
 
-  /// Writes as much of `client`'s output as its socket takes; arms its write source for
-  /// the rest.
+  /// Writes as much of `client`'s output as its socket takes; tries the rest again soon.
   private func write(_ client: Client) {
     while client.written < client.output.count {
       let count = client.output.withUnsafeBytes {
@@ -264,11 +264,7 @@ public final class ChatServer: @unchecked Sendable {
       } else if count < 0 && errno == EINTR {
         continue
       } else if count < 0 && Socket.wouldBlock(errno) {
-        client.waitUntilWritable { [weak self, id = client.id] in
-          guard let self else { return }
-          dirty.insert(id)
-          flush()
-        }
+        retryWrite(client)
         return
       } else {
         client.broken = true
@@ -277,7 +273,25 @@ public final class ChatServer: @unchecked Sendable {
     }
     client.output.removeAll(keepingCapacity: true)
     client.written = 0
-    client.stopWaitingUntilWritable()
+  }
+
+  /// How soon ``retryWrite(_:)`` tries a full socket again.
+  static let writeRetryInterval = DispatchTimeInterval.milliseconds(2)
+
+  /// Tries `client`'s output again shortly. A write source would wake on the socket's
+  /// event instead, but on Linux a write source beside the read source on one descriptor,
+  /// armed and cancelled each time a busy client's socket fills, is the kind of churn that
+  /// has crashed libdispatch's event loop (its epoll bookkeeping is shared per descriptor;
+  /// seen once in the load test); a timer on the server's queue stays clear of it.
+  private func retryWrite(_ client: Client) {
+    guard !client.retryScheduled else { return }
+    client.retryScheduled = true
+    queue.asyncAfter(deadline: .now() + Self.writeRetryInterval) { [weak self, id = client.id] in
+      guard let self, let client = clients[id] else { return }
+      client.retryScheduled = false
+      dirty.insert(id)
+      flush()
+    }
   }
 
   private func drop(_ client: Client) {
@@ -296,11 +310,9 @@ private final class Client {
   let id: Int
   let fd: Int32
   let readSource: DispatchSourceRead
-  private let queue: DispatchQueue
-  private var writeSource: DispatchSourceWrite?
-  /// Sources not yet cancelled; the descriptor is closed when the last one is.
-  private var liveSources = 1
   private var closing = false
+  /// A retry of the output is already on its way (see `ChatServer.retryWrite`).
+  var retryScheduled = false
 
   var name: String?
   var splitter = LineSplitter(limit: ChatServer.maximumLineLength)
@@ -313,43 +325,22 @@ private final class Client {
   init(id: Int, fd: Int32, queue: DispatchQueue) {
     self.id = id
     self.fd = fd
-    self.queue = queue
     readSource = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
-    readSource.setCancelHandler { [self] in sourceCancelled() }
-  }
-
-  func waitUntilWritable(_ handler: @escaping () -> Void) {
-    guard writeSource == nil, !closing else { return }
-    let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
-    source.setEventHandler(handler: handler)
-    source.setCancelHandler { [self] in sourceCancelled() }
-    liveSources += 1
-    writeSource = source
-    source.resume()
-  }
-
-  func stopWaitingUntilWritable() {
-    writeSource?.cancel()
-    writeSource = nil
-  }
-
-  /// Ends the connection at once (the peer sees end of file) and cancels the sources.
-  func close() {
-    guard !closing else { return }
-    closing = true
-    shutdown(fd, Int32(SHUT_RDWR))
-    readSource.cancel()
-    stopWaitingUntilWritable()
-  }
-
-  private func sourceCancelled() {
-    liveSources -= 1
-    if liveSources == 0 && closing {
+    readSource.setCancelHandler {
       #if os(Linux)
       Glibc.close(fd)
       #else
       Darwin.close(fd)
       #endif
     }
+  }
+
+  /// Ends the connection at once (the peer sees end of file) and cancels the read source;
+  /// the descriptor is closed only once the source is done with it.
+  func close() {
+    guard !closing else { return }
+    closing = true
+    shutdown(fd, Int32(SHUT_RDWR))
+    readSource.cancel()
   }
 }
