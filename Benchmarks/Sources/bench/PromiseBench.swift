@@ -8,8 +8,9 @@
 // The awaiters are measured two ways. As separate tasks, the time is the promise's and the
 // tasks'. As children of one task group, the runtime's bookkeeping for the group adds a cost
 // that depends on the order in which children finish: first-come-first-resumed is cheap,
-// any other order is much dearer. The promise resumes in its dictionary's order, so a third
-// variant, the floor resumed in a shuffled order, shows how much of the difference is order.
+// any other order is much dearer. The promise resumes its awaiters in the order they
+// arrived; a third variant, the floor resumed in a shuffled order, shows what any other
+// order would cost.
 
 import Synchronization
 
@@ -205,8 +206,8 @@ func measurePromise(
   awaitRow.versus = "fast path: no continuation, one lock"
   let note = String(
     format: "In a task group, order is most of it: the floor resumed in a shuffled order takes "
-      + "%@ against %@ in arrival order, and the Promise, which resumes in its dictionary's "
-      + "order, %@. As separate tasks the same Promise takes %@.",
+      + "%@ against %@ in arrival order; the Promise, which resumes in arrival order too, "
+      + "%@. As separate tasks the same Promise takes %@.",
     Unit.milliseconds.format(entries[4].median), Unit.milliseconds.format(entries[3].median),
     Unit.milliseconds.format(entries[2].median), Unit.milliseconds.format(entries[0].median))
   return (entries + [awaitRow], [note])
