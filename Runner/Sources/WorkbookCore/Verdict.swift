@@ -24,18 +24,6 @@ public enum Verdict: String, Sendable, Codable, CaseIterable, Equatable {
     case .doesNotCompile: "✖"
     }
   }
-
-  /// The key used for this verdict in `--json` totals.
-  public var totalsKey: String {
-    switch self {
-    case .passed: "passed"
-    case .notStarted: "notStarted"
-    case .failed: "failed"
-    case .neverResumed: "neverResumed"
-    case .crashed: "crashed"
-    case .doesNotCompile: "doesNotCompile"
-    }
-  }
 }
 
 /// A verdict with the lines that explain it, as shown under the exercise.
