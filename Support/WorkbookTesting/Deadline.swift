@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 /// The words that open the issue recorded when a deadline passes.
@@ -61,6 +62,7 @@ public func withDeadline<T: Sendable>(
     throw CancellationError()
   }
   if let outcome = first {
+    if case .failure(let error) = outcome { explainThrown(error, operationName, hint) }
     return try outcome.get()
   }
 
@@ -95,4 +97,23 @@ func describe(_ limit: Duration, rounded: Bool = false) -> String {
   let value = Double(seconds) + Double(attoseconds) / 1e18
   if rounded { return "\((value * 10).rounded() / 10) seconds" }
   return "\(value) seconds"
+}
+
+/// The words that open the line ``withDeadline(_:_:hint:on:sourceLocation:_:)`` writes to
+/// standard error when the operation throws and the runner asked for explanations:
+/// `workbook-thrown: <test>\t<operation>\t<error>\t<hint>`, one line. Keep the format in step
+/// with the runner's `Classifier`.
+public let thrownMarker = "workbook-thrown:"
+
+/// Tells the runner what the test was about when the operation threw, in case the test did
+/// not expect the error (Swift Testing then says only "Caught error: …"). Only when the
+/// runner set `WORKBOOK_EXPLAIN`: a test may well expect the error, and then it says nothing.
+private func explainThrown(_ error: any Error, _ operationName: String, _ hint: String) {
+  guard ProcessInfo.processInfo.environment["WORKBOOK_EXPLAIN"] != nil,
+    !(error is CancellationError), !(error is DeadlineExceeded), let test = Test.current
+  else { return }
+  let fields = [test.displayName ?? test.name, operationName, String(describing: error), hint]
+    .map { $0.replacingOccurrences(of: "\n", with: " ").replacingOccurrences(of: "\t", with: " ") }
+  let line = "\(thrownMarker) \(fields.joined(separator: "\t"))\n"
+  FileHandle.standardError.write(Data(line.utf8))
 }
