@@ -86,7 +86,7 @@ public final class VariantTree: Sendable {
         state.originals[path] = original
       }
       do {
-        try data.write(to: url)
+        try data.write(to: url, options: .atomic)
       } catch {
         return .failure(.failure("cannot write \(url.path): \(error.localizedDescription)"))
       }
@@ -100,7 +100,7 @@ public final class VariantTree: Sendable {
   public func restore(closing: Bool = false) {
     state.withLock { state in
       for (path, data) in state.originals {
-        try? data.write(to: tree.appendingPathComponent(path))
+        try? data.write(to: tree.appendingPathComponent(path), options: .atomic)
       }
       state.originals = [:]
       if closing { state.closed = true }
