@@ -75,6 +75,34 @@ struct MistakesTests {
     #expect(unknown.stderr == "workbook: there is no chapter 7. Valid chapters: 1 (Basics).\n")
   }
 
+  @Test(.enabled(if: FileManager.default.fileExists(atPath: "/proc/self/stat"), "reads /proc"))
+  func ctrlCStopsTheRoundAndRestoresTheTree() throws {
+    try Fixtures.sync(Self.fixture, to: Self.work)
+    // An edit to a test file, so that every round has something to compile for a while.
+    let test = Self.work.appendingPathComponent("Tests/01-BasicsTests/02-NegatingTests.swift")
+    let original = try Data(contentsOf: test)
+    try (original + Data("\n// edited \(UUID().uuidString)\n".utf8)).write(to: test)
+    defer { try? original.write(to: test) }
+    let runner = try Launched(
+      try GoldenTests.binary(), ["mistakes", "--exercise", "1.1"], root: Self.work)
+    defer { runner.kill() }
+    // A round's build runs with its variant applied to the tree.
+    try #require(Processes.waitForOne(Self.work.path, also: "swift-build", seconds: 120))
+    runner.signal(SIGINT)
+    let status = try #require(runner.wait(seconds: 5), "still running 5 s after Ctrl-C")
+    #expect(status == 130)
+    #expect(runner.stderr.contains("workbook: interrupted"))
+    #expect(Processes.waitUntilGone(Self.work.path).isEmpty)
+    let tree = Self.work.appendingPathComponent(".build-variants/tree")
+    for file in ["01-Doubling.swift", "02-Negating.swift"] {
+      let path = "Solutions/01-Basics/\(file)"
+      #expect(
+        FileManager.default.contentsEqual(
+          atPath: tree.appendingPathComponent(path).path,
+          andPath: Self.work.appendingPathComponent(path).path), "\(path) was not restored")
+    }
+  }
+
   // MARK: judging, without running anything
 
   static let mistake = Variant(

@@ -243,13 +243,13 @@ final class Launched: @unchecked Sendable {
   let process = Process()
   let folder: URL
 
-  init(_ binary: URL, _ arguments: [String]) throws {
+  init(_ binary: URL, _ arguments: [String], root: URL = RobustnessTests.work) throws {
     folder = try Fixtures.temporaryFolder()
     FileManager.default.createFile(atPath: folder.appendingPathComponent("out").path, contents: nil)
     FileManager.default.createFile(atPath: folder.appendingPathComponent("err").path, contents: nil)
     process.executableURL = binary
-    process.arguments = arguments + ["--root", RobustnessTests.work.path]
-    process.currentDirectoryURL = RobustnessTests.work
+    process.arguments = arguments + ["--root", root.path]
+    process.currentDirectoryURL = root
     var environment = ProcessInfo.processInfo.environment
     environment["NO_COLOR"] = "1"
     process.environment = environment
