@@ -130,5 +130,5 @@ clipper: ## Chat through the server: make clipper NAME=alice PORT=4000
 	@exec "$$(WORKBOOK_CHAPTER=8 WORKBOOK_SOURCE=$(SOURCE) swift build --scratch-path .build-clipper --show-bin-path)/clipper" "$(NAME)" --port $(PORT)
 
 clean: ## Remove build folders; .workbook/ (your progress) stays
-	@rm -rf .build .build-learner .build-solutions .build-clipper .build-tsan Benchmarks/.build .build-support Runner/.build docs/site .build-docs
-	@echo "removed .build, .build-learner, .build-solutions, .build-clipper, .build-tsan, Benchmarks/.build, .build-support, Runner/.build, docs/site, .build-docs"
+	@rm -rf .build .build-learner .build-solutions .build-variants .build-clipper .build-tsan Benchmarks/.build .build-support Runner/.build docs/site .build-docs
+	@echo "removed .build, .build-learner, .build-solutions, .build-variants, .build-clipper, .build-tsan, Benchmarks/.build, .build-support, Runner/.build, docs/site, .build-docs"

@@ -95,6 +95,12 @@ public enum Classifier {
       }
       var details = locate(issue, events, context)
       details.append(contentsOf: issue.texts.filter { $0 != "Issue recorded" })
+      if issue.texts.contains(where: { $0.hasPrefix("Caught error:") }),
+        let title = events.test(issue.testID)?.title,
+        let thrown = ThrownExplanation.find(in: run.outcome.stderr, test: title)
+      {
+        details.append(thrown.detail)
+      }
       let failingTests = Set(events.issues.compactMap(\.testID))
       if failingTests.count > 1 {
         let others = failingTests.count - 1
