@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import WorkbookCore
@@ -234,5 +235,32 @@ import Testing
     let grade = Classifier.grade(run(stderr: "something else\n"), sampleContext())
     #expect(grade.verdict == .failed)
     #expect(grade.details.last == "Caught error: tooBig")
+  }
+}
+
+@Suite struct ExpectedErrorTests {
+  func issue(in source: String, line: Int) throws -> TestEventLog.Issue {
+    let file = FileManager.default.temporaryDirectory
+      .appendingPathComponent("expected-error-\(UUID().uuidString).swift")
+    try source.write(to: file, atomically: true, encoding: .utf8)
+    return TestEventLog.Issue(
+      testID: nil,
+      messages: [
+        .init(symbol: "fail", text: "Expectation failed: an error was expected but none was thrown")
+      ],
+      filePath: file.path, line: line, column: 5)
+  }
+
+  @Test(arguments: [
+    (
+      "    await #expect(throws: CoFutureError.cancelled) {\n      try await f()\n    }",
+      "CoFutureError.cancelled"
+    ),
+    ("    #expect(throws: Boom(), \"why\") { try f() }", "Boom()"),
+    ("    await #expect(\n      throws: (any Error).self\n    ) {", "an error of type (any Error)"),
+  ])
+  func namesTheErrorTheTestExpected(source: String, expected: String) throws {
+    #expect(
+      Classifier.expectedError(at: try issue(in: "// a test\n" + source, line: 2)) == expected)
   }
 }
