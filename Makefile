@@ -47,13 +47,13 @@ $(WORKBOOK): $(RUNNER_SOURCES)
 	@touch $@
 
 check: $(WORKBOOK) ## Grade exercises
-	@$(WORKBOOK) check $(SELECT)
+	@WORKBOOK_MAKE=1 $(WORKBOOK) check $(SELECT)
 
 hint: $(WORKBOOK) ## Show the next hint
-	@$(WORKBOOK) hint $(EXERCISE)
+	@WORKBOOK_MAKE=1 $(WORKBOOK) hint $(EXERCISE)
 
 watch: $(WORKBOOK) ## Re-grade on every save
-	@$(WORKBOOK) watch $(if $(CHAPTER),--chapter $(CHAPTER))
+	@WORKBOOK_MAKE=1 $(WORKBOOK) watch $(if $(CHAPTER),--chapter $(CHAPTER))
 
 verify: $(WORKBOOK) ## Developer check
 	@$(WORKBOOK) verify $(if $(CHAPTER),--chapter $(CHAPTER))
