@@ -17,7 +17,7 @@ CHAPTER ?=
 EXERCISE ?=
 SELECT = $(if $(CHAPTER),--chapter $(CHAPTER)) $(if $(EXERCISE),--exercise $(EXERCISE))
 
-.PHONY: help check hint watch test tsan verify mistakes fingerprint lint format docs docs-preview docs-check listings bench clean server clipper
+.PHONY: help check hint watch test tsan verify mistakes fingerprint lint print-lint-paths format docs docs-preview docs-check listings bench clean server clipper
 
 help: ## List the targets
 	@echo "Swift Concurrency workbook"
@@ -69,6 +69,9 @@ test: ## Everything CI runs
 
 tsan: ## The solutions' tests under Thread Sanitizer
 	@scripts/tsan.sh
+
+print-lint-paths:
+	@echo $(LINT_PATHS)
 
 lint: ## swift format lint --strict
 	@swift format lint --strict --recursive --parallel $(LINT_PATHS)
