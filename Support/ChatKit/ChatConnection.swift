@@ -54,7 +54,9 @@ public protocol ChatConnectionDelegate: AnyObject {
 ///
 /// Every completion handler and delegate call runs on `callbackQueue` (by default a private
 /// serial queue, so on some arbitrary thread), in the order the events happened. Each
-/// completion handler is called exactly once.
+/// completion handler is called exactly once. A line goes to the delegate that was set when
+/// the line was read from the socket: set it before connecting, or lines that came with the
+/// welcome are lost.
 public final class ChatConnection: @unchecked Sendable {
   private enum State {
     case idle, connecting, connected, closed
@@ -222,7 +224,12 @@ public final class ChatConnection: @unchecked Sendable {
           return fail(.rejected(line))
         }
       case .connected:
-        callback { [self] in delegate?.chatConnection(self, didReceive: line) }
+        // The delegate set when the line was read hears it, as with a framework that
+        // snapshots its delegate when data arrives: lines read together with the welcome
+        // are already on their way before the connect's completion runs, so a delegate set
+        // after that misses them, every time.
+        let receiver = delegate
+        callback { [self, weak receiver] in receiver?.chatConnection(self, didReceive: line) }
       case .idle, .closed:
         return
       }

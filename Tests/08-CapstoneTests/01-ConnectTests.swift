@@ -33,7 +33,12 @@ struct ConnectTests {
     let port = try closedPort()
     let connection = ChatConnection()
 
-    await #expect(throws: ChatConnectionError.self, "nothing listens on that port") {
+    await #expect(
+      throws: ChatConnectionError.self,
+      Comment(
+        rawValue: "nothing listens on that port, so connecting must throw the connection's error: "
+          + "was the completion's error swallowed (resume() instead of resume(throwing:))?")
+    ) {
       try await withDeadline(
         .seconds(2), "connect(to:port:as:)",
         hint: "the completion's error path never resumes the continuation"
@@ -49,7 +54,12 @@ struct ConnectTests {
     defer { server.stop() }
     let bob = try await join(server, as: "bob")
 
-    let error = await #expect(throws: ChatConnectionError.self) {
+    let error = await #expect(
+      throws: ChatConnectionError.self,
+      Comment(
+        rawValue: "the name is taken, so connecting must throw the connection's error: was the "
+          + "completion's error swallowed?")
+    ) {
       try await withDeadline(
         .seconds(2), "connect(to:port:as:)",
         hint: "the completion's error path never resumes the continuation"
@@ -57,7 +67,8 @@ struct ConnectTests {
         try await ChatConnection().connect(port: server.port, as: "bob")
       }
     }
-    #expect(error == .rejected("! name taken: bob"))
+    #expect(
+      error == .rejected("! name taken: bob"), "throw the connection's own error, unchanged")
     #expect(server.names == ["bob"])
     bob.connection.disconnect()
   }
@@ -74,8 +85,13 @@ struct ConnectTests {
 
     connecting.cancel()
 
-    await #expect(throws: CancellationError.self, "the legacy .cancelled becomes CancellationError")
-    {
+    await #expect(
+      throws: CancellationError.self,
+      Comment(
+        rawValue:
+          "a cancelled connect must throw CancellationError: turn the legacy .cancelled into "
+          + "CancellationError()")
+    ) {
       try await withDeadline(
         .seconds(2), "connect(to:port:as:) after the task was cancelled",
         hint: "nothing tells the legacy connection to stop: call disconnect() from "
@@ -84,5 +100,15 @@ struct ConnectTests {
         try await connecting.value
       }
     }
+    await eventually(
+      "the connection to hang up once the task was cancelled: cancelling must reach the "
+        + "socket, so call disconnect() in onCancel (resuming the continuation alone leaves "
+        + "the connection open)"
+    ) {
+      silent.peerHungUp()
+    }
+    // The legacy completion (with .cancelled) has run once this returns: a second resume
+    // of the continuation would crash here, inside this test.
+    await callbacksDelivered(connection)
   }
 }

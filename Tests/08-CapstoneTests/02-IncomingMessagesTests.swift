@@ -17,6 +17,46 @@ private func first(
   return received
 }
 
+/// The lines `lines` yields until `done` holds for them, the stream ends, or `limit` passes,
+/// whichever comes first: a stream that loses lines ends the wait with what it kept. Throws
+/// what the stream throws. A stream that yields nothing at all is recorded as never resumed,
+/// naming `what` and the likely cause.
+private func collect(
+  _ what: String, from lines: AsyncThrowingStream<String, any Error>,
+  within limit: Duration = .seconds(2),
+  sourceLocation: SourceLocation = #_sourceLocation,
+  until done: @escaping @Sendable ([String]) -> Bool
+) async throws -> [String] {
+  let received = Locked<[String]>([])
+  let ended = Locked<(any Error)??>(nil)
+  let reader = Task {
+    do {
+      for try await line in lines {
+        if received.withLock({
+          $0.append(line); return done($0)
+        }) {
+          break
+        }
+      }
+      ended.withLock { $0 = .some(nil) }
+    } catch {
+      ended.withLock { $0 = .some(error) }
+    }
+  }
+  await eventually(within: limit) { ended.value != nil }
+  reader.cancel()
+  if case .some(.some(let error)) = ended.value { throw error }
+  if received.value.isEmpty && ended.value == nil {
+    Issue.record(
+      Comment(
+        rawValue: "\(neverResumedMarker) \(what) did not arrive within 2 seconds. Likely cause: "
+          + "didReceive never yields into the stream: set the delegate, and keep it alive (the "
+          + "connection holds it weakly: let the stream's onTermination closure capture it)."),
+      sourceLocation: sourceLocation)
+  }
+  return received.value
+}
+
 @Suite("8.2 Incoming messages")
 struct IncomingMessagesTests {
   @Test("Every line after the welcome arrives, in order")
@@ -29,14 +69,42 @@ struct IncomingMessagesTests {
     let bob = try await join(server, as: "bob")
     for text in ["one", "two", "three"] { try await bob.say(text) }
 
-    let received = try await withDeadline(
-      .seconds(2), "the first 4 lines of incomingLines()",
-      hint: "didReceive never yields into the stream: set the delegate, and keep it alive"
-    ) {
-      try await first(4, of: lines)
+    let received = try await collect("the first 4 lines of incomingLines()", from: lines) {
+      $0.count == 4
     }
 
-    #expect(received == ["* bob joined", "bob: one", "bob: two", "bob: three"])
+    if !received.isEmpty {
+      #expect(
+        received == ["* bob joined", "bob: one", "bob: two", "bob: three"],
+        Comment(
+          rawValue:
+            "lines were lost or came out of order: yield every line as it arrives, and keep "
+            + "every line until it is read (the default buffering policy, .unbounded)"))
+    }
+  }
+
+  @Test("Lines that arrive before anyone iterates are all kept, in order")
+  func burstIsKept() async throws {
+    let greeting = (1...5).map { "* rule \($0)" }
+    let server = try startedServer(greeting: greeting)
+    defer { server.stop() }
+    let connection = ChatConnection()
+    let lines = connection.incomingLines()
+    try await legacyConnect(connection, port: server.port, name: "alice")
+    // The greeting came with the welcome: it is in the stream before anyone iterates.
+    await callbacksDelivered(connection)
+    connection.disconnect()
+
+    let received = try await collect("the server's greeting", from: lines) { _ in false }
+
+    if !received.isEmpty {
+      #expect(
+        received == greeting,
+        Comment(
+          rawValue:
+            "lines were lost before anyone iterated: a stream must keep every line until it is "
+            + "read (the default buffering policy, .unbounded), not only the newest or oldest"))
+    }
   }
 
   @Test("Lines keep arriving long after the stream was made: the delegate stays alive")
@@ -51,15 +119,15 @@ struct IncomingMessagesTests {
     let bob = try await join(server, as: "bob")
     try await bob.say("still there?")
 
-    let received = try await withDeadline(
-      .seconds(2), "the first 2 lines of incomingLines()",
-      hint: "the connection holds its delegate weakly: let the stream's onTermination "
-        + "closure capture it, or nothing keeps it alive"
-    ) {
-      try await first(2, of: lines)
+    let received = try await collect("the first 2 lines of incomingLines()", from: lines) {
+      $0.count == 2
     }
 
-    #expect(received == ["* bob joined", "bob: still there?"])
+    if !received.isEmpty {
+      #expect(
+        received == ["* bob joined", "bob: still there?"],
+        "lines were lost or came out of order")
+    }
   }
 
   @Test("When the server goes away, iteration ends with its error")
@@ -71,7 +139,12 @@ struct IncomingMessagesTests {
 
     server.stop()
 
-    let error = await #expect(throws: ChatConnectionError.self, "losing the server is an error") {
+    let error = await #expect(
+      throws: ChatConnectionError.self,
+      Comment(
+        rawValue: "when the server goes away the stream must finish with its error "
+          + "(finish(throwing: error)), not as if we had hung up")
+    ) {
       try await withDeadline(
         .seconds(2), "iterating incomingLines() after the server stopped",
         hint: "didDisconnectWithError never finishes the stream"
@@ -79,7 +152,7 @@ struct IncomingMessagesTests {
         try await first(100, of: lines)
       }
     }
-    #expect(error == .closedByServer)
+    #expect(error == .closedByServer, "finish with the connection's own error, unchanged")
   }
 
   @Test("After disconnect(), iteration ends without an error")
@@ -92,13 +165,22 @@ struct IncomingMessagesTests {
 
     connection.disconnect()
 
-    let received = try await withDeadline(
-      .seconds(2), "iterating incomingLines() after disconnect()",
-      hint: "didDisconnectWithError(nil) never finishes the stream"
-    ) {
-      try await first(100, of: lines)
+    do {
+      let received = try await withDeadline(
+        .seconds(2), "iterating incomingLines() after disconnect()",
+        hint: "didDisconnectWithError(nil) never finishes the stream"
+      ) {
+        try await first(100, of: lines)
+      }
+      #expect(received.isEmpty)
+    } catch is DeadlineExceeded {
+      // Recorded as never resumed.
+    } catch {
+      Issue.record(
+        Comment(
+          rawValue: "after disconnect() the stream must finish without an error (a nil error "
+            + "is a normal end: finish(throwing: nil)), but it threw \(error)"))
     }
-    #expect(received.isEmpty)
   }
 
   @Test("Stopping the iteration disconnects: the server sees us leave")
@@ -119,7 +201,10 @@ struct IncomingMessagesTests {
     }
 
     #expect(received == ["bob: hi"])
-    await eventually("alice to leave once nobody listens to her lines (onTermination)") {
+    await eventually(
+      "alice to leave once nobody listens to her lines: disconnect() in the stream's "
+        + "onTermination"
+    ) {
       bob.recorder.lines.value.contains("* alice left")
     }
   }

@@ -35,8 +35,38 @@ private struct Session {
   }
 }
 
+/// Why a command would not return at the end of its input.
+private let endOfInputHint =
+  "at end of input, stop the incoming side too: group.cancelAll() ends the incoming loop "
+  + "(its stream's onTermination hangs up), then return"
+
 @Suite("8.5 The clipper command")
 struct ClipperTests {
+  @Test("Prints the server's greeting, which comes with the welcome")
+  func printsGreeting() async throws {
+    let greeting = "* welcome to the workbook chat"
+    let server = try startedServer(greeting: [greeting])
+    defer { server.stop() }
+    let alice = Session("alice", server: server)
+    defer { alice.run.cancel() }
+    await eventually("alice to join") { server.names.contains("alice") }
+
+    let bob = try await join(server, as: "bob")
+    try await bob.say("hi alice")
+    await eventually("clipper to print bob's line") {
+      alice.printed.value.contains("bob: hi alice")
+    }
+    #expect(
+      alice.printed.value.first == greeting,
+      Comment(
+        rawValue:
+          "the line the server sent right after the welcome was lost: store or subscribe before "
+          + "you start (call incomingLines() before connect(to:port:as:), so its delegate is "
+          + "set before the first line can arrive)"))
+    try alice.input.fileHandleForWriting.close()
+    try await alice.end("runClipper(…) after its input ended", hint: endOfInputHint)
+  }
+
   @Test("Prints every line the server sends")
   func printsIncomingLines() async throws {
     let server = try startedServer()
@@ -54,7 +84,7 @@ struct ClipperTests {
     try alice.input.fileHandleForWriting.close()
     try await alice.end(
       "runClipper(…) after its input ended",
-      hint: "at end of input, disconnect so that the incoming side ends too")
+      hint: endOfInputHint)
   }
 
   @Test("Sends every input line as it is typed")
@@ -77,7 +107,7 @@ struct ClipperTests {
     try alice.input.fileHandleForWriting.close()
     try await alice.end(
       "runClipper(…) after its input ended",
-      hint: "at end of input, disconnect so that the incoming side ends too")
+      hint: endOfInputHint)
   }
 
   @Test("At the end of input it sends what is left, leaves the chat, and returns")
@@ -93,11 +123,33 @@ struct ClipperTests {
 
     try await alice.end(
       "runClipper(…) after its input ended",
-      hint: "at end of input, disconnect, so that the incoming side ends too, and return")
+      hint: endOfInputHint)
     await eventually("bob to receive alice's last line, then her leaving") {
       bob.recorder.lines.value.suffix(2) == ["alice: bye", "* alice left"]
     }
     #expect(server.names == ["bob"])
+  }
+
+  @Test("A line too long to send is reported, and the chat goes on")
+  func longLineGoesOn() async throws {
+    let server = try startedServer()
+    defer { server.stop() }
+    let bob = try await join(server, as: "bob")
+    let alice = Session("alice", server: server)
+    defer { alice.run.cancel() }
+    await eventually("alice to join") { server.names.contains("alice") }
+
+    alice.input.write(String(repeating: "x", count: ChatServer.maximumLineLength + 1) + "\n")
+    alice.input.write("still here\n")
+    await eventually(
+      "bob to receive alice's line after her over-long one: a line that is too long must not "
+        + "end the chat (catch ChatConnectionError.invalidLine from send, report it with "
+        + "output, and go on)"
+    ) {
+      bob.recorder.lines.value.contains("alice: still here")
+    }
+    try alice.input.fileHandleForWriting.close()
+    try await alice.end("runClipper(…) after its input ended", hint: endOfInputHint)
   }
 
   @Test("When the server goes away it throws .serverGone, though input is still open")
@@ -112,7 +164,13 @@ struct ClipperTests {
 
     server.stop()
 
-    await #expect(throws: ClipperError.serverGone) {
+    await #expect(
+      throws: ClipperError.serverGone,
+      Comment(
+        rawValue:
+          "when the server goes away, runClipper must throw ClipperError.serverGone, not return "
+          + "as if the input had ended")
+    ) {
       try await alice.end(
         "runClipper(…) after the server stopped",
         hint: "when the incoming lines end, cancel the input side (it would wait for "
@@ -131,11 +189,17 @@ struct ClipperTests {
       try? impostor.input.fileHandleForWriting.close()
     }
 
-    let error = await #expect(throws: ChatConnectionError.self) {
+    let error = await #expect(
+      throws: ChatConnectionError.self,
+      Comment(
+        rawValue:
+          "a failed connect must end the command by throwing the connection's error (do not "
+          + "catch it)")
+    ) {
       try await impostor.end(
         "runClipper(…) with a taken name", hint: "a failed connect must end the command")
     }
-    #expect(error == .rejected("! name taken: bob"))
+    #expect(error == .rejected("! name taken: bob"), "throw the connection's own error")
     #expect(bob.recorder.lines.value.isEmpty)
   }
 }

@@ -185,6 +185,24 @@ struct ChatServerTests {
     }
   }
 
+  @Test("The greeting follows the welcome; a delegate set after the connect misses it")
+  func greeting() async throws {
+    let server = ChatServer(port: 0, greeting: ["* hello from the server", "* 2 rules"])
+    try server.start()
+    defer { server.stop() }
+    let early = try await join(server, as: "early")
+    await early.expectToReceive("* 2 rules")
+    #expect(early.recorder.lines.value == ["* hello from the server", "* 2 rules"])
+
+    // Set only once the connect completed: the greeting was read with the welcome, before.
+    let late = Member(name: "late", connection: ChatConnection(), recorder: Recorder())
+    try await connect(late.connection, port: server.port, name: "late")
+    late.connection.delegate = late.recorder
+    try await early.send("after")
+    await late.expectToReceive("early: after")
+    #expect(late.recorder.lines.value == ["early: after"], "the greeting went to no delegate")
+  }
+
   @Test("Stopping the server ends every client with closedByServer")
   func stop() async throws {
     let server = try startedServer()
