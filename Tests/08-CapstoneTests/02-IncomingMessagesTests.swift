@@ -17,36 +17,37 @@ private func first(
   return received
 }
 
+/// What `collect` saw: the lines, and how the stream ended (nil: it had not ended).
+private struct Collected {
+  var lines: [String] = []
+  var end: Result<Void, any Error>?
+}
+
 /// The lines `lines` yields until `done` holds for them, the stream ends, or `limit` passes,
-/// whichever comes first: a stream that loses lines ends the wait with what it kept. Throws
-/// what the stream throws. A stream that yields nothing at all is recorded as never resumed,
-/// naming `what` and the likely cause.
+/// whichever comes first: a stream that loses lines ends the wait with what it kept. A
+/// stream that yields nothing and does not end is recorded as never resumed, naming `what`
+/// and the likely cause.
 private func collect(
   _ what: String, from lines: AsyncThrowingStream<String, any Error>,
   within limit: Duration = .seconds(2),
   sourceLocation: SourceLocation = #_sourceLocation,
   until done: @escaping @Sendable ([String]) -> Bool
-) async throws -> [String] {
-  let received = Locked<[String]>([])
-  let ended = Locked<(any Error)??>(nil)
+) async -> Collected {
+  let seen = Locked(Collected())
   let reader = Task {
     do {
       for try await line in lines {
-        if received.withLock({
-          $0.append(line); return done($0)
-        }) {
-          break
-        }
+        if seen.withLock({ $0.lines.append(line); return done($0.lines) }) { return }
       }
-      ended.withLock { $0 = .some(nil) }
+      seen.withLock { $0.end = .success(()) }
     } catch {
-      ended.withLock { $0 = .some(error) }
+      seen.withLock { $0.end = .failure(error) }
     }
   }
-  await eventually(within: limit) { ended.value != nil }
+  _ = await eventually(within: limit) { seen.value.end != nil }
   reader.cancel()
-  if case .some(.some(let error)) = ended.value { throw error }
-  if received.value.isEmpty && ended.value == nil {
+  let collected = seen.value
+  if collected.lines.isEmpty && collected.end == nil {
     Issue.record(
       Comment(
         rawValue: "\(neverResumedMarker) \(what) did not arrive within 2 seconds. Likely cause: "
@@ -54,7 +55,18 @@ private func collect(
           + "connection holds it weakly: let the stream's onTermination closure capture it)."),
       sourceLocation: sourceLocation)
   }
-  return received.value
+  return collected
+}
+
+/// Records a failure if the stream ended with an error while the connection was open.
+private func expectNoError(
+  _ collected: Collected, sourceLocation: SourceLocation = #_sourceLocation
+) {
+  if case .failure(let error) = collected.end {
+    Issue.record(
+      Comment(rawValue: "the stream ended with \(error) while the connection was still open"),
+      sourceLocation: sourceLocation)
+  }
 }
 
 @Suite("8.2 Incoming messages")
@@ -69,10 +81,12 @@ struct IncomingMessagesTests {
     let bob = try await join(server, as: "bob")
     for text in ["one", "two", "three"] { try await bob.say(text) }
 
-    let received = try await collect("the first 4 lines of incomingLines()", from: lines) {
+    let collected = await collect("the first 4 lines of incomingLines()", from: lines) {
       $0.count == 4
     }
+    let received = collected.lines
 
+    expectNoError(collected)
     if !received.isEmpty {
       #expect(
         received == ["* bob joined", "bob: one", "bob: two", "bob: three"],
@@ -95,8 +109,15 @@ struct IncomingMessagesTests {
     await callbacksDelivered(connection)
     connection.disconnect()
 
-    let received = try await collect("the server's greeting", from: lines) { _ in false }
+    let collected = await collect("the server's greeting", from: lines) { _ in false }
+    let received = collected.lines
 
+    if case .failure(let error) = collected.end {
+      Issue.record(
+        Comment(
+          rawValue: "after disconnect() the stream must finish without an error (a nil error "
+            + "is a normal end: finish(throwing: nil)), but it threw \(error)"))
+    }
     if !received.isEmpty {
       #expect(
         received == greeting,
@@ -119,10 +140,12 @@ struct IncomingMessagesTests {
     let bob = try await join(server, as: "bob")
     try await bob.say("still there?")
 
-    let received = try await collect("the first 2 lines of incomingLines()", from: lines) {
+    let collected = await collect("the first 2 lines of incomingLines()", from: lines) {
       $0.count == 2
     }
+    let received = collected.lines
 
+    expectNoError(collected)
     if !received.isEmpty {
       #expect(
         received == ["* bob joined", "bob: still there?"],
