@@ -17,32 +17,11 @@ extension ChatConnection {
   /// connection ends: cleanly after `disconnect()`, with the error when the server goes
   /// away. Stopping the iteration disconnects.
   func incomingLines() -> AsyncThrowingStream<String, any Error> {
-    let (lines, continuation) = AsyncThrowingStream.makeStream(of: String.self)
-    let relay = LineRelay(continuation)
-    delegate = relay
-    continuation.onTermination = { _ in
-      // Capturing `relay` keeps the weakly held delegate alive for as long as the stream
-      // runs; when the consumer stops listening, the connection has no reason to stay.
-      withExtendedLifetime(relay) { self.disconnect() }
-    }
-    return lines
+    // TODO: Make the stream, and set as `delegate` an object that yields each line and
+    // finishes the stream when the connection ends (with the error, if there is one).
+    // Keep that object alive, and `disconnect()` when the stream terminates.
+    AsyncThrowingStream { $0.finish(throwing: Unfinished()) }
   }
 }
 
-/// Turns delegate calls into stream events.
-private final class LineRelay: ChatConnectionDelegate, Sendable {
-  let continuation: AsyncThrowingStream<String, any Error>.Continuation
-
-  init(_ continuation: AsyncThrowingStream<String, any Error>.Continuation) {
-    self.continuation = continuation
-  }
-
-  func chatConnection(_ connection: ChatConnection, didReceive line: String) {
-    continuation.yield(line)
-  }
-
-  func chatConnection(_ connection: ChatConnection, didDisconnectWithError error: (any Error)?) {
-    // nil means we hung up ourselves: a normal end. Anything else the consumer must see.
-    continuation.finish(throwing: error)
-  }
-}
+private struct Unfinished: Error {}

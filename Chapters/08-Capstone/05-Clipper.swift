@@ -17,44 +17,11 @@ public func runClipper(
   name: String, input: FileHandle, output: @escaping @Sendable (String) -> Void,
   host: String = "127.0.0.1", port: UInt16
 ) async throws {
-  let connection = ChatConnection()
-  // The stream first: it sets the delegate, so no line after the welcome is lost.
-  let incoming = connection.incomingLines()
-  try await connection.connect(to: host, port: port, as: name)
-
-  // Each side says how it ended; the first one to end decides for the whole command.
-  let ending = await withTaskGroup(of: ClipperEnding.self) { group in
-    group.addTask {
-      do {
-        for try await line in incoming { output(line) }
-      } catch {
-        return .serverGone
-      }
-      // A clean end without our disconnect cannot happen first; treat it as the server's.
-      return .serverGone
-    }
-    group.addTask {
-      for await line in inputLines(from: input) {
-        do {
-          try await connection.send(line)
-        } catch ChatConnectionError.invalidLine {
-          output("! not sent: a line is at most \(ChatServer.maximumLineLength) bytes")
-        } catch {
-          return .serverGone
-        }
-      }
-      return .inputEnded
-    }
-    // Both sides run until they end; the first to end decides.
-    var first: ClipperEnding?
-    for await ending in group where first == nil { first = ending }
-    return first ?? .inputEnded
-  }
-  if ending == .serverGone { throw ClipperError.serverGone }
+  // TODO: Make a `ChatConnection`, its `incomingLines()` (before connecting), and connect.
+  // Then, in a task group, print the incoming lines in one child and send `inputLines(from:)`
+  // in another. Whichever ends first decides: cancel the other and `disconnect()`; return
+  // at end of input, throw `ClipperError.serverGone` when the incoming lines end first.
+  throw Unfinished()
 }
 
-/// How one side of the command ended.
-private enum ClipperEnding: Sendable {
-  case inputEnded
-  case serverGone
-}
+private struct Unfinished: Error {}
