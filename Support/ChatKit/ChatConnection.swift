@@ -70,7 +70,8 @@ public final class ChatConnection: @unchecked Sendable {
 
   private let lock = NSLock()
   private weak var _delegate: ChatConnectionDelegate?
-  private let callbackQueue: DispatchQueue
+  /// Runs each callback, in order: `callbackQueue.async` unless a test chose otherwise.
+  private let schedule: @Sendable (@escaping @Sendable () -> Void) -> Void
   private let queue = DispatchQueue(label: "ChatKit.ChatConnection")
 
   // Everything below belongs to `queue`.
@@ -95,7 +96,16 @@ public final class ChatConnection: @unchecked Sendable {
   public init(
     callbackQueue: DispatchQueue = DispatchQueue(label: "ChatKit.ChatConnection.callbacks")
   ) {
-    self.callbackQueue = callbackQueue
+    schedule = { callbackQueue.async(execute: $0) }
+  }
+
+  /// A connection that hands each delegate call and completion handler, in order, to
+  /// `schedule`, which must run them one at a time in that order. For tests: a scheduler
+  /// that runs them on the caller's own thread, behind whatever runs there (as a framework
+  /// calling back on the main queue does), shows whether the caller blocks that thread
+  /// while it waits for a completion.
+  public init(callbacksVia schedule: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) {
+    self.schedule = schedule
   }
 
   /// Connects to the server at `host:port` and joins as `name`.
@@ -195,7 +205,7 @@ public final class ChatConnection: @unchecked Sendable {
   // MARK: - Events (all on `queue`)
 
   private func callback(_ body: @escaping @Sendable () -> Void) {
-    callbackQueue.async(execute: body)
+    schedule(body)
   }
 
   private func append(_ line: String) {

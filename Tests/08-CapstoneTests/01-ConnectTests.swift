@@ -73,6 +73,29 @@ struct ConnectTests {
     bob.connection.disconnect()
   }
 
+  @Test("A cancel that lands while the welcome resumes the connect does not deadlock")
+  func cancelDuringResume() async throws {
+    let server = try startedServer()
+    defer { server.stop() }
+    let connection = ChatConnection()
+    defer { connection.disconnect() }
+
+    // The task is cancelled from another thread while the welcome's completion is still
+    // inside its resume: returning (joined) and throwing CancellationError are both fine.
+    do {
+      try await withCancellationRacingResume(
+        .seconds(2), "connect(to:port:as:)",
+        hint: "the completion's success path (error == nil) never resumes the continuation"
+      ) {
+        try await connection.connect(port: server.port, as: "alice")
+      }
+    } catch is CancellationError {
+      // Cancelled in time: fine.
+    } catch is DeadlineExceeded {
+      // Recorded as never resumed.
+    }
+  }
+
   @Test("Cancelling the task disconnects and throws CancellationError")
   func cancellationDisconnects() async throws {
     // The listener never says welcome: only cancellation can end this connect.

@@ -37,7 +37,11 @@ private func collect(
   let reader = Task {
     do {
       for try await line in lines {
-        if seen.withLock({ $0.lines.append(line); return done($0.lines) }) { return }
+        if seen.withLock({
+          $0.lines.append(line); return done($0.lines)
+        }) {
+          return
+        }
       }
       seen.withLock { $0.end = .success(()) }
     } catch {

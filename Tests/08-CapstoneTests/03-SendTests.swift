@@ -31,6 +31,30 @@ struct SendTests {
     connection.disconnect()
   }
 
+  @Test("send(_:) suspends while it waits, leaving its thread free for the completion")
+  func sendSuspends() async throws {
+    let server = try startedServer()
+    defer { server.stop() }
+    let bob = try await join(server, as: "bob")
+    // The completions run on the sender's one thread, behind it, as on the main queue.
+    let executor = OneThreadExecutor()
+    let connection = ChatConnection(callbacksVia: executor.schedule)
+    try await legacyConnect(connection, port: server.port, name: "alice")
+
+    try await withDeadline(
+      .seconds(2), "send(\"hello\")",
+      hint: "the completion's success path (error == nil) never resumes the continuation",
+      on: executor
+    ) {
+      try await connection.send("hello")
+    }
+
+    await eventually("bob to receive alice's line") {
+      bob.recorder.lines.value.contains("alice: hello")
+    }
+    connection.disconnect()
+  }
+
   @Test("Sending before joining throws .notConnected")
   func sendBeforeConnectThrows() async throws {
     let connection = ChatConnection()
