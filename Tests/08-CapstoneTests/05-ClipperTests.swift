@@ -10,24 +10,48 @@ private struct Session {
   let input: Pipe
   let printed: Locked<[String]>
   let run: Task<Void, any Error>
+  /// The input as the command sees it: notes a blocking read on a shared thread (8.4).
+  let probe: ProbedInput
 
   init(_ name: String, server: ChatServer) {
     let input = Pipe()
+    let probe = ProbedInput(input)
     let printed = Locked<[String]>([])
     run = Task {
       try await runClipper(
-        name: name, input: input.fileHandleForReading,
+        name: name, input: probe,
         output: { line in printed.withLock { $0.append(line) } },
         port: server.port)
     }
     self.input = input
+    self.probe = probe
     self.printed = printed
+  }
+
+  /// Records a failure if the input was read on a shared thread (8.4's mistake, seen here).
+  func expectInputReadOnItsOwnThread(sourceLocation: SourceLocation = #_sourceLocation) {
+    if let mistake = probe.misplacedRead {
+      Issue.record(
+        Comment(rawValue: mistake + " (8.4: runClipper reads its input with inputLines(from:))"),
+        sourceLocation: sourceLocation)
+    }
+  }
+
+  /// Waits until `name` has joined `server`.
+  func joins(
+    _ server: ChatServer, as name: String, sourceLocation: SourceLocation = #_sourceLocation
+  ) async {
+    await eventually("\(name) to join", sourceLocation: sourceLocation) {
+      server.names.contains(name) || probe.misplacedRead != nil
+    }
+    expectInputReadOnItsOwnThread(sourceLocation: sourceLocation)
   }
 
   /// Waits for the command to end, and says how it ended.
   func end(
     _ what: String, hint: String, sourceLocation: SourceLocation = #_sourceLocation
   ) async throws {
+    expectInputReadOnItsOwnThread(sourceLocation: sourceLocation)
     try await withDeadline(.seconds(3), what, hint: hint, sourceLocation: sourceLocation) {
       [run] in
       try await run.value
@@ -49,7 +73,7 @@ struct ClipperTests {
     defer { server.stop() }
     let alice = Session("alice", server: server)
     defer { alice.run.cancel() }
-    await eventually("alice to join") { server.names.contains("alice") }
+    await alice.joins(server, as: "alice")
 
     let bob = try await join(server, as: "bob")
     try await bob.say("hi alice")
@@ -73,7 +97,7 @@ struct ClipperTests {
     defer { server.stop() }
     let alice = Session("alice", server: server)
     defer { alice.run.cancel() }
-    await eventually("alice to join") { server.names.contains("alice") }
+    await alice.joins(server, as: "alice")
 
     let bob = try await join(server, as: "bob")
     try await bob.say("hi alice")
@@ -94,7 +118,7 @@ struct ClipperTests {
     let bob = try await join(server, as: "bob")
     let alice = Session("alice", server: server)
     defer { alice.run.cancel() }
-    await eventually("alice to join") { server.names.contains("alice") }
+    await alice.joins(server, as: "alice")
 
     alice.input.write("hello\n")
     await eventually("bob to receive alice's first line while her input is open") {
@@ -137,7 +161,7 @@ struct ClipperTests {
     let bob = try await join(server, as: "bob")
     let alice = Session("alice", server: server)
     defer { alice.run.cancel() }
-    await eventually("alice to join") { server.names.contains("alice") }
+    await alice.joins(server, as: "alice")
 
     alice.input.write(String(repeating: "x", count: ChatServer.maximumLineLength + 1) + "\n")
     alice.input.write("still here\n")
@@ -160,7 +184,7 @@ struct ClipperTests {
       alice.run.cancel()
       try? alice.input.fileHandleForWriting.close()
     }
-    await eventually("alice to join") { server.names.contains("alice") }
+    await alice.joins(server, as: "alice")
 
     server.stop()
 
