@@ -28,6 +28,25 @@ struct ConnectTests {
     connection.disconnect()
   }
 
+  @Test("connect(to:port:as:) suspends while it waits, leaving its thread free for the welcome")
+  func connectSuspends() async throws {
+    let server = try startedServer()
+    defer { server.stop() }
+    // The completion runs on the caller's one thread, behind it, as on the main queue.
+    let executor = OneThreadExecutor()
+    let connection = ChatConnection(callbacksVia: executor.schedule)
+    defer { connection.disconnect() }
+
+    try await withDeadline(
+      .seconds(2), "connect(to:port:as:)",
+      hint: "the completion's success path (error == nil) never resumes the continuation",
+      on: executor
+    ) {
+      try await connection.connect(port: server.port, as: "alice")
+    }
+    #expect(server.names == ["alice"], "alice should have joined the chat")
+  }
+
   @Test("A refused connection throws the connection's error")
   func refusedConnectionThrows() async throws {
     let port = try closedPort()
