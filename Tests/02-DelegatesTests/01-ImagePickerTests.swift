@@ -24,6 +24,10 @@ private let againHint =
   "the continuation of the first pick is still stored, so this pick's continuation was "
   + "refused or never resumed; take the stored continuation out (leaving nil) when you "
   + "resume it"
+private let storeFirstHint =
+  "this picker answered inside present(), before it returned, and your continuation was not "
+  + "stored yet, so the answer found nobody; store or subscribe before you start: store the "
+  + "continuation first, then call present()"
 private let replacedHint =
   "presenting again replaced the sheet this caller was waiting on, and a replaced sheet "
   + "never reports; resume the continuation you find stored (with nil) before you store "
@@ -31,6 +35,30 @@ private let replacedHint =
 
 @Suite("2.1 Image picker")
 struct ImagePickerTests {
+  // First in the file on purpose: when several tests fail, the runner shows the first one,
+  // and this one tells "stored too late" apart from "never resumed at all".
+  @Test("Stores the continuation before presenting: a picker may answer inside present()")
+  func storesBeforePresenting() async throws {
+    // A picker that answers later works even if the continuation is stored after present()...
+    let later = ImagePickerController(answers: [.choose(beach)], script: .later(.milliseconds(100)))
+    let laterPicker = ImagePicker(controller: later)
+    let first = try await withDeadline(.seconds(2), "pickImage()", hint: pickHint) {
+      await laterPicker.pickImage()
+    }
+    #expect(first == beach)
+
+    // ...but one that answers before present() returns finds nobody to resume.
+    let atOnce = ImagePickerController(answers: [.choose(dog)], script: .synchronously)
+    let atOncePicker = ImagePicker(controller: atOnce)
+    let second = try await withDeadline(
+      .seconds(2), "pickImage() with a picker that answers inside present()",
+      hint: storeFirstHint
+    ) {
+      await atOncePicker.pickImage()
+    }
+    #expect(second == dog)
+  }
+
   @Test("Returns the image the user picks", arguments: scripts)
   func returnsThePickedImage(script: CallbackScript) async throws {
     let controller = ImagePickerController(answers: [.choose(beach)], script: script)
@@ -72,7 +100,7 @@ struct ImagePickerTests {
       await picker.pickImage()
     }
     let first = try await withDeadline(
-      .seconds(2), "the first pickImage(), whose sheet was replaced", hint: replacedHint
+      .seconds(2), "the first pickImage(), whose sheet was replaced,", hint: replacedHint
     ) {
       await abandoned.value
     }

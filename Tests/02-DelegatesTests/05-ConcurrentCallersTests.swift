@@ -17,6 +17,10 @@ private let scanHint =
 private let againHint =
   "a scan() after the first never returns: empty the list of waiting callers when you "
   + "resume them, and start the scanner for the first caller of each new scan"
+private let storeFirstHint =
+  "this scanner answered inside startScanning(), before it returned, and your continuation "
+  + "was not on the list of waiting callers yet, so the answer found nobody; store or "
+  + "subscribe before you start: add the caller to the list first, then start the scanner"
 private let sharedHint =
   "a caller who asked while a scan was running was never resumed; a second continuation "
   + "must not replace the first, or be dropped: keep every waiting caller and resume each "
@@ -48,6 +52,30 @@ private func codes(_ results: [Result<String, any Error>]) -> [String?] {
 
 @Suite("2.5 Concurrent callers")
 struct ConcurrentCallersTests {
+  // First in the file on purpose: when several tests fail, the runner shows the first one,
+  // and this one tells "stored too late" apart from "never resumed at all".
+  @Test("Stores the caller before starting the scanner: a scanner may answer inside the call")
+  func storesBeforeStarting() async throws {
+    // A scanner that answers later works even if the caller is stored after starting...
+    let later = SharedBarcodeScanner(
+      scanner: BarcodeScanner(scans: [.code(ean)], script: .later(.milliseconds(100))))
+    let first = try await withDeadline(.seconds(2), "scan()", hint: scanHint) {
+      try await later.scan()
+    }
+    #expect(first == ean, "the scanner read \(ean)")
+
+    // ...but one that answers before startScanning() returns finds nobody to resume.
+    let atOnce = SharedBarcodeScanner(
+      scanner: BarcodeScanner(scans: [.code(isbn)], script: .synchronously))
+    let second = try await withDeadline(
+      .seconds(2), "scan() with a scanner that answers inside startScanning()",
+      hint: storeFirstHint
+    ) {
+      try await atOnce.scan()
+    }
+    #expect(second == isbn, "the scanner read \(isbn)")
+  }
+
   @Test("Two callers at once share one scan and both get its code")
   func twoCallersShareOneScan() async throws {
     let scanner = BarcodeScanner(scans: [.code(ean), .code(isbn)], script: late)
