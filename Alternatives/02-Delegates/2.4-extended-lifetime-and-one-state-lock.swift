@@ -31,14 +31,14 @@ enum LocationPermissionError: Error, Equatable {
 
 /// Returns where the user is now, asking for permission first if nobody has asked yet.
 ///
-/// The request is created inside the continuation's closure, and `withExtendedLifetime`
-/// keeps it alive for the whole wait. Calls that overlap on one manager share its answer.
+/// The request's delegate methods are driven from a continuation made here, and
+/// `withExtendedLifetime` keeps the request alive for the whole wait. Calls that overlap on one manager share its answer.
 func currentLocation(using manager: LocationManager) async throws -> Location {
   let request = LocationRequest(manager: manager)
-  return try await withExtendedLifetime(request) {
-    try await withCheckedThrowingContinuation { continuation in
-      request.start(continuation)
-    }
+  // Nothing uses `request` after the closure below; this keeps it alive until we return.
+  defer { withExtendedLifetime(request) {} }
+  return try await withCheckedThrowingContinuation { continuation in
+    request.start(continuation)
   }
 }
 
