@@ -45,7 +45,8 @@ struct ImagePickerTests {
     let first = try await withDeadline(.seconds(2), "pickImage()", hint: pickHint) {
       await laterPicker.pickImage()
     }
-    #expect(first == beach)
+    #expect(
+      first == beach, "pickImage() must return what the user picked, or nil if they cancelled")
 
     // ...but one that answers before present() returns finds nobody to resume.
     let atOnce = ImagePickerController(answers: [.choose(dog)], script: .synchronously)
@@ -56,7 +57,7 @@ struct ImagePickerTests {
     ) {
       await atOncePicker.pickImage()
     }
-    #expect(second == dog)
+    #expect(second == dog, "pickImage() must return what the user picked, or nil if they cancelled")
   }
 
   @Test("Returns the image the user picks", arguments: scripts)
@@ -68,7 +69,8 @@ struct ImagePickerTests {
       await picker.pickImage()
     }
 
-    #expect(image == beach)
+    #expect(
+      image == beach, "pickImage() must return what the user picked, or nil if they cancelled")
     #expect(controller.presentationCount == 1, "pickImage() must present the picker once")
   }
 
@@ -129,9 +131,11 @@ struct ImagePickerTests {
         await picker.pickImage()
       }
 
-      #expect(first == beach)
+      #expect(
+        first == beach, "pickImage() must return what the user picked, or nil if they cancelled")
       #expect(second == nil, "the user cancelled the second pick")
-      #expect(third == dog)
+      #expect(
+        third == dog, "pickImage() must return what the user picked, or nil if they cancelled")
       #expect(controller.presentationCount == 3, "each pick presents the picker once")
     }
 
@@ -147,7 +151,8 @@ struct ImagePickerTests {
       // continuation again happens while this test is running.
       let bothReported = await eventually { controller.reportCount == 2 }
 
-      #expect(image == beach)
+      #expect(
+        image == beach, "pickImage() must return what the user picked, or nil if they cancelled")
       #expect(bothReported, "the picker's second report did not finish")
     }
   }

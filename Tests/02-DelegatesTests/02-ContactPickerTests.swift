@@ -72,7 +72,9 @@ struct ContactPickerTests {
       await picker.pickContact()
     }
 
-    #expect(contact == ada)
+    #expect(
+      contact == ada,
+      "pickContact() must return the contact the user selected, or nil if they cancelled")
     #expect(controller.presentationCount == 1, "pickContact() must present the picker once")
   }
 
@@ -138,7 +140,9 @@ struct ContactPickerTests {
         contacts.append(contact)
       }
 
-      #expect(contacts == [nil, ada, nil, grace])
+      #expect(
+        contacts == [nil, ada, nil, grace],
+        "pickContact() must return the contact the user selected, or nil if they cancelled")
       #expect(controller.presentationCount == 4, "each pick presents the picker once")
     }
 
@@ -161,8 +165,12 @@ struct ContactPickerTests {
       }
       let cancelledTwice = await eventually { controller.reportCount == 4 }
 
-      #expect(selected == ada)
-      #expect(cancelled == nil)
+      #expect(
+        selected == ada,
+        "pickContact() must return the contact the user selected, or nil if they cancelled")
+      #expect(
+        cancelled == nil,
+        "pickContact() must return the contact the user selected, or nil if they cancelled")
       #expect(selectedTwice && cancelledTwice, "the picker's second report did not finish")
     }
   }

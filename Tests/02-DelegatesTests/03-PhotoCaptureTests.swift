@@ -73,7 +73,7 @@ struct PhotoCaptureTests {
       try await processor.capturePhoto(with: output)
     }
 
-    #expect(image == sunset)
+    #expect(image == sunset, "capturePhoto(with:) must return the photo the camera took")
     #expect(output.captureCount == 1, "capturePhoto(with:) must capture exactly once")
   }
 
@@ -196,11 +196,24 @@ struct PhotoCaptureTests {
         outcomes.append(outcome)
       }
 
-      #expect(throws: PhotoCaptureError.noData) { try outcomes[0].get() }
-      #expect(try outcomes[1].get() == sunset)
-      #expect(throws: PhotoCaptureError.undecodableData) { try outcomes[2].get() }
-      #expect(throws: CameraError.sensorFault) { try outcomes[3].get() }
-      #expect(try outcomes[4].get() == harbour)
+      #expect(
+        throws: PhotoCaptureError.noData,
+        "each failure throws its own error: no file and no error is PhotoCaptureError.noData"
+      ) { try outcomes[0].get() }
+      #expect(
+        try outcomes[1].get() == sunset, "capturePhoto(with:) must return the photo the camera took"
+      )
+      #expect(
+        throws: PhotoCaptureError.undecodableData,
+        "a file that is not an image throws PhotoCaptureError.undecodableData"
+      ) { try outcomes[2].get() }
+      #expect(
+        throws: CameraError.sensorFault,
+        "each failure throws its own error: the camera's error is thrown as it is"
+      ) { try outcomes[3].get() }
+      #expect(
+        try outcomes[4].get() == harbour,
+        "capturePhoto(with:) must return the photo the camera took")
       #expect(output.captureCount == 5, "each call captures exactly once")
     }
 
@@ -216,7 +229,7 @@ struct PhotoCaptureTests {
       // continuation again happens while this test is running.
       let bothReported = await eventually { output.reportCount == 2 }
 
-      #expect(image == sunset)
+      #expect(image == sunset, "capturePhoto(with:) must return the photo the camera took")
       #expect(bothReported, "the camera's second report did not finish")
       withExtendedLifetime(processor) {}
     }

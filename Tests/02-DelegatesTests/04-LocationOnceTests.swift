@@ -92,7 +92,7 @@ struct LocationOnceTests {
             + "next status report"))
     }
     let location = try? outcome.get()
-    #expect(location == museum)
+    #expect(location == museum, "currentLocation(using:) must return the manager's first location")
     #expect(manager.authorizationRequestCount >= 1, "the user must be asked")
     #expect(stopped, "updates must be stopped once the caller has its location")
   }
@@ -103,7 +103,10 @@ struct LocationOnceTests {
       authorization: .notDetermined, userAnswer: .denied, updates: [.location(museum)],
       script: script)
 
-    await #expect(throws: LocationPermissionError.denied) {
+    await #expect(
+      throws: LocationPermissionError.denied,
+      "a .denied status must throw LocationPermissionError.denied, without starting updates"
+    ) {
       try await withDeadline(.seconds(2), "currentLocation(using:)", hint: deniedHint) {
         try await currentLocation(using: manager)
       }
@@ -125,7 +128,10 @@ struct LocationOnceTests {
       authorization: status, userAnswer: .authorizedWhenInUse, updates: [.location(museum)],
       script: .default)
 
-    await #expect(throws: expected) {
+    await #expect(
+      throws: expected,
+      "a .denied or .restricted status must throw the matching LocationPermissionError at once"
+    ) {
       try await withDeadline(.seconds(2), "currentLocation(using:)", hint: deniedHint) {
         try await currentLocation(using: manager)
       }
@@ -144,7 +150,7 @@ struct LocationOnceTests {
     }
     let released = await eventually { manager.delegate == nil }
 
-    #expect(location == bridge)
+    #expect(location == bridge, "currentLocation(using:) must return the manager's first location")
     #expect(
       released,
       "the delegate outlived currentLocation(using:): let it go once the caller is answered")
@@ -254,10 +260,15 @@ struct LocationOnceTests {
       let quiet = await eventually { manager.pendingReportCount == 0 }
 
       if answer == .denied {
-        #expect(throws: LocationPermissionError.denied) { try outcome.get() }
+        #expect(
+          throws: LocationPermissionError.denied,
+          "a .denied status must throw LocationPermissionError.denied, without starting updates"
+        ) { try outcome.get() }
         #expect(manager.startCount == 0, "updates must not be started without permission")
       } else {
-        #expect(try outcome.get() == museum)
+        #expect(
+          try outcome.get() == museum,
+          "currentLocation(using:) must return the manager's first location")
         #expect(!manager.isUpdatingLocation, "updates must be stopped")
       }
       #expect(quiet, "the manager's later reports did not finish")

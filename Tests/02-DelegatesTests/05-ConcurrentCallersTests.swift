@@ -86,8 +86,10 @@ struct ConcurrentCallersTests {
     #expect(
       scanner.startCount == 1,
       "start the scanner once for callers who ask during a scan: a second start gets busy")
-    #expect(throws: Never.self) { try results.map { try $0.get() } }
-    #expect(codes(results) == [ean, ean])
+    #expect(
+      throws: Never.self, "every caller who asked during the scan gets its code, not an error"
+    ) { try results.map { try $0.get() } }
+    #expect(codes(results) == [ean, ean], "scan() must return the code the scanner read")
   }
 
   @Test("Many callers at once share one scan", arguments: [3, 10, 50])
@@ -98,8 +100,12 @@ struct ConcurrentCallersTests {
     let results = try await scanAtOnce(shared, callers: callers)
 
     #expect(scanner.startCount == 1, "start the scanner once, for the first caller")
-    #expect(throws: Never.self) { try results.map { try $0.get() } }
-    #expect(codes(results) == Array(repeating: ean, count: callers))
+    #expect(
+      throws: Never.self, "every caller who asked during the scan gets its code, not an error"
+    ) { try results.map { try $0.get() } }
+    #expect(
+      codes(results) == Array(repeating: ean, count: callers),
+      "scan() must return the code the scanner read")
   }
 
   @Test("A failed scan throws its error to every caller who was waiting for it")
@@ -111,7 +117,10 @@ struct ConcurrentCallersTests {
 
     #expect(scanner.startCount == 1, "start the scanner once, for the first caller")
     for result in results {
-      #expect(throws: ScannerError.cameraUnavailable) { try result.get() }
+      #expect(
+        throws: ScannerError.cameraUnavailable,
+        "a failed scan throws its error to every caller who was waiting for it"
+      ) { try result.get() }
     }
   }
 
@@ -132,7 +141,7 @@ struct ConcurrentCallersTests {
         try await shared.scan()
       }
 
-      #expect(first == ean)
+      #expect(first == ean, "scan() must return the code the scanner read")
       #expect(second == isbn, "a caller who comes after a scan has ended gets a new scan")
       #expect(scanner.startCount == 2, "each scan starts the scanner once")
     }
@@ -146,8 +155,9 @@ struct ConcurrentCallersTests {
       let secondWave = try await scanAtOnce(shared, callers: 3)
 
       #expect(scanner.startCount == 2, "each wave of callers starts one scan")
-      #expect(codes(firstWave) == [ean, ean, ean])
-      #expect(codes(secondWave) == [isbn, isbn, isbn])
+      #expect(codes(firstWave) == [ean, ean, ean], "scan() must return the code the scanner read")
+      #expect(
+        codes(secondWave) == [isbn, isbn, isbn], "scan() must return the code the scanner read")
     }
 
     @Test("Every caller is answered once when the scanner reports the same scan twice")
@@ -161,7 +171,7 @@ struct ConcurrentCallersTests {
       // test is running.
       let bothReported = await eventually { scanner.reportCount == 2 }
 
-      #expect(codes(results) == [ean, ean, ean])
+      #expect(codes(results) == [ean, ean, ean], "scan() must return the code the scanner read")
       #expect(bothReported, "the scanner's second report did not finish")
     }
   }
