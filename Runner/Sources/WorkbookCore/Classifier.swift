@@ -171,7 +171,8 @@ public enum Classifier {
   static func meaning(of crash: CrashReport) -> String? {
     if crash.isIsolationTrap { return "a main-actor closure ran on a background thread" }
     if crash.isDoubleResume {
-      return "a callback fired twice and each call resumed the continuation"
+      return "a continuation was resumed twice: either the callback ran twice, or one handler "
+        + "resumed on two paths (for example in a `defer` and in the body)"
     }
     guard let message = crash.fatalMessage else { return nil }
     if message.contains("Unexpectedly found nil") {

@@ -58,8 +58,33 @@ import Testing
         "the runtime stopped the tests: SWIFT TASK CONTINUATION MISUSE: encode(_:using:reportWarning:) tried to resume its continuation more than once, throwing approximateMatch!",
         "while running OptionalPairTests.valueAndError(script:) at Tests/01-CallbacksTests/03-OptionalPairTests.swift:72",
         "at Chapters/01-Callbacks/03-OptionalPair.swift:30 (in closure #1 in closure #1 in encode(_:using:reportWarning:))",
-        "this usually means a callback fired twice and each call resumed the continuation",
+        "this usually means a continuation was resumed twice: either the callback ran twice, or one handler resumed on two paths (for example in a `defer` and in the body)",
       ])
+  }
+
+  /// The "at" line names the learner's function, never a frame in Tests/ or Support/ (the
+  /// crashed thread passes through LegacyKit, the test and WorkbookTesting), in the
+  /// learner's tree and in the solutions tree `workbook mistakes` builds.
+  @Test(arguments: ["Chapters", "Solutions"])
+  func theCrashLocationIsTheLearnersFunction(_ folder: String) throws {
+    var run = try Fixtures.run("double-resume-in-test", termination: .signalled(4))
+    run.outcome.stderr = run.outcome.stderr.replacingOccurrences(
+      of: "/ROOT/Chapters/", with: "/ROOT/\(folder)/")
+    var context = sampleContext(
+      file: "\(folder)/01-Callbacks/03-OptionalPair.swift", suite: "OptionalPairTests")
+    context.sourceFolder = folder
+    let grade = Classifier.grade(run, context)
+    let at = grade.details.filter { $0.hasPrefix("at ") }
+    #expect(
+      at == [
+        "at \(folder)/01-Callbacks/03-OptionalPair.swift:30 (in closure #1 in closure #1 in encode(_:using:reportWarning:))"
+      ])
+    // Without a frame in the learner's folder there is no "at" line rather than a wrong one.
+    run.outcome.stderr = run.outcome.stderr.replacingOccurrences(
+      of: "/ROOT/\(folder)/", with: "/ROOT/Elsewhere/")
+    let elsewhere = Classifier.grade(run, context)
+    #expect(!elsewhere.details.contains { $0.hasPrefix("at ") })
+    #expect(!elsewhere.details.contains { $0.contains("Support/") })
   }
 
   @Test func gradesADoubleResumeAsCrashed() throws {
@@ -71,7 +96,7 @@ import Testing
         "the runtime stopped the tests: SWIFT TASK CONTINUATION MISUSE: firstDelivery(_:) tried to resume its continuation more than once, returning 2!",
         "while running test resumesOnceWhenTheCallbackFiresTwice()",
         "at Chapters/01-Basics/05-CalledTwice.swift:7 (in closure #1 in closure #1 in firstDelivery(_:))",
-        "this usually means a callback fired twice and each call resumed the continuation",
+        "this usually means a continuation was resumed twice: either the callback ran twice, or one handler resumed on two paths (for example in a `defer` and in the body)",
       ])
   }
 
