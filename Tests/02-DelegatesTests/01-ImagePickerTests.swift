@@ -40,7 +40,7 @@ struct ImagePickerTests {
   @Test("Stores the continuation before presenting: a picker may answer inside present()")
   func storesBeforePresenting() async throws {
     // A picker that answers later works even if the continuation is stored after present()...
-    let later = ImagePickerController(answers: [.choose(beach)], script: .later(.milliseconds(100)))
+    let later = ImagePickerController(answers: [.choose(beach)], script: .later(.milliseconds(300)))
     let laterPicker = ImagePicker(controller: later)
     let first = try await withDeadline(.seconds(2), "pickImage()", hint: pickHint) {
       await laterPicker.pickImage()

@@ -44,7 +44,7 @@ struct ContactPickerTests {
   func storesBeforePresenting() async throws {
     // A picker that answers later works even if the continuation is stored after present()...
     let later = ContactPickerViewController(
-      answers: [.choose(ada)], script: .later(.milliseconds(100)))
+      answers: [.choose(ada)], script: .later(.milliseconds(300)))
     let laterPicker = ContactPicker(controller: later)
     let first = try await withDeadline(.seconds(2), "pickContact()", hint: selectHint) {
       await laterPicker.pickContact()

@@ -46,7 +46,7 @@ struct LocationOnceTests {
     // delegate is set...
     let later = LocationManager(
       authorization: .authorizedWhenInUse, userAnswer: nil, updates: [.location(museum)],
-      script: .later(.milliseconds(100)))
+      script: .later(.milliseconds(300)))
     let first = try await withDeadline(
       .seconds(2), "currentLocation(using:)", hint: locationHint
     ) {
@@ -158,21 +158,28 @@ struct LocationOnceTests {
 
   @Test("A second call while the first still waits answers both callers")
   func aSecondCallAnswersBothCallers() async throws {
+    let gate = CallbackGate()
     let manager = LocationManager(
       authorization: .notDetermined, userAnswer: .authorizedWhenInUse,
-      updates: [.location(museum), .location(bridge)], script: .later(.milliseconds(200)))
+      updates: [.location(museum), .location(bridge)], script: gate.script)
 
-    // The first call sets its delegate and waits for the user...
+    // The first call sets its delegate and waits for the manager's report...
     let earlier = Task { try await currentLocation(using: manager) }
     try #require(
-      await eventually { manager.delegate != nil },
+      await eventually { gate.heldCount == 1 },
       "currentLocation(using:) did not set the manager's delegate")
-    // ...when another part of the app asks too, with the same manager.
+    // ...when another part of the app asks too, with the same manager; only then does the
+    // manager report anything.
+    let later = Task { try await currentLocation(using: manager) }
+    try #require(
+      await eventually { gate.heldCount == 2 },
+      "a second currentLocation(using:) did not set the manager's delegate")
+    gate.open()
     let second = try await withDeadline(
       .seconds(2), "a second currentLocation(using:), while the first still waited,",
       hint: askHint
     ) {
-      try await currentLocation(using: manager)
+      try await later.value
     }
     let first = try await withDeadline(
       .seconds(2), "the first currentLocation(using:), whose delegate was replaced,",
@@ -207,7 +214,7 @@ struct LocationOnceTests {
       // The later updates were already on their way. Wait until the manager has made every
       // report, so that resuming again for one of them happens while this test is running.
       let quiet = await eventually { manager.pendingReportCount == 0 }
-      let stopped = await eventually { !manager.isUpdatingLocation }
+      let stopped = await eventually(within: .seconds(1)) { !manager.isUpdatingLocation }
 
       #expect(location == museum, "the first location is the answer; later ones are ignored")
       #expect(quiet, "the manager's later reports did not finish")
@@ -234,7 +241,7 @@ struct LocationOnceTests {
         }
       }
       let quiet = await eventually { manager.pendingReportCount == 0 }
-      let stopped = await eventually { !manager.isUpdatingLocation }
+      let stopped = await eventually(within: .seconds(1)) { !manager.isUpdatingLocation }
 
       #expect(quiet, "the manager's later reports did not finish")
       #expect(stopped, "updates must be stopped once the caller has been answered")

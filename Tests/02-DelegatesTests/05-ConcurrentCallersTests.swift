@@ -58,7 +58,7 @@ struct ConcurrentCallersTests {
   func storesBeforeStarting() async throws {
     // A scanner that answers later works even if the caller is stored after starting...
     let later = SharedBarcodeScanner(
-      scanner: BarcodeScanner(scans: [.code(ean)], script: .later(.milliseconds(100))))
+      scanner: BarcodeScanner(scans: [.code(ean)], script: .later(.milliseconds(300))))
     let first = try await withDeadline(.seconds(2), "scan()", hint: scanHint) {
       try await later.scan()
     }
