@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import WorkbookCore
@@ -196,5 +197,70 @@ import Testing
   @Test func formatsSeconds() {
     #expect(Classifier.formatSeconds(30) == "30 s")
     #expect(Classifier.formatSeconds(2.5) == "2.5 s")
+  }
+}
+
+@Suite struct ThrownExplanationTests {
+  /// A test that expected a value got "Caught error: …"; withDeadline said what it was about.
+  func run(stderr: String) -> SuiteRun {
+    var events = TestEventLog()
+    let id = "BasicsTests.DoublingTests/doubles()/02-DoublingTests.swift:9:4"
+    events.tests[id] = TestEventLog.Test(
+      id: id, name: "doubles()", displayName: "Doubles the value", kind: "function", line: 9)
+    events.started = [id]
+    events.ended = [id]
+    events.issues = [
+      TestEventLog.Issue(
+        testID: id, messages: [.init(symbol: "fail", text: "Caught error: tooBig")],
+        filePath: "/ROOT/Tests/01-BasicsTests/02-DoublingTests.swift", line: 9, column: 4)
+    ]
+    events.runEnded = true
+    return SuiteRun(
+      outcome: ProcessOutcome(termination: .exited(1), stderr: stderr), events: events)
+  }
+
+  @Test func addsTheTestsHintToACaughtError() {
+    let stderr =
+      "workbook-thrown: Another test\tdouble(_:)\tother\tnot this one\n"
+      + "workbook-thrown: Doubles the value\tdouble(_:)\ttooBig\tresume with the doubled value\n"
+    let grade = Classifier.grade(run(stderr: stderr), sampleContext())
+    #expect(grade.verdict == .failed)
+    #expect(
+      grade.details.last
+        == "double(_:) threw tooBig, where this test expected it to finish without an error; "
+        + "the test's hint: resume with the doubled value")
+  }
+
+  @Test func saysNothingMoreWithoutAnExplanation() {
+    let grade = Classifier.grade(run(stderr: "something else\n"), sampleContext())
+    #expect(grade.verdict == .failed)
+    #expect(grade.details.last == "Caught error: tooBig")
+  }
+}
+
+@Suite struct ExpectedErrorTests {
+  func issue(in source: String, line: Int) throws -> TestEventLog.Issue {
+    let file = FileManager.default.temporaryDirectory
+      .appendingPathComponent("expected-error-\(UUID().uuidString).swift")
+    try source.write(to: file, atomically: true, encoding: .utf8)
+    return TestEventLog.Issue(
+      testID: nil,
+      messages: [
+        .init(symbol: "fail", text: "Expectation failed: an error was expected but none was thrown")
+      ],
+      filePath: file.path, line: line, column: 5)
+  }
+
+  @Test(arguments: [
+    (
+      "    await #expect(throws: CoFutureError.cancelled) {\n      try await f()\n    }",
+      "CoFutureError.cancelled"
+    ),
+    ("    #expect(throws: Boom(), \"why\") { try f() }", "Boom()"),
+    ("    await #expect(\n      throws: (any Error).self\n    ) {", "an error of type (any Error)"),
+  ])
+  func namesTheErrorTheTestExpected(source: String, expected: String) throws {
+    #expect(
+      Classifier.expectedError(at: try issue(in: "// a test\n" + source, line: 2)) == expected)
   }
 }
