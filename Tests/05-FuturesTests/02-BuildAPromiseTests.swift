@@ -50,6 +50,42 @@ private func results<Value>(
   return results
 }
 
+/// Waits for `operation` at most 2 seconds, like `withDeadline`, but records a plain
+/// failure that lists the likely causes: under stress, a lost awaiter and a deadlock between
+/// `complete(with:)` and `onCancel` look the same from outside, and the deterministic tests
+/// above name the one at fault.
+private func underStress<T: Sendable>(
+  _ operationName: String, while what: String,
+  sourceLocation: SourceLocation = #_sourceLocation,
+  _ operation: @escaping @Sendable () async -> T
+) async throws -> T {
+  let (outcomes, report) = AsyncStream.makeStream(
+    of: T?.self, bufferingPolicy: .bufferingOldest(1))
+  let work = Task { report.yield(await operation()) }
+  let timer = Task {
+    try? await Task.sleep(for: .seconds(2))
+    report.yield(nil)
+  }
+  defer {
+    timer.cancel()
+    report.finish()
+  }
+  var iterator = outcomes.makeAsyncIterator()
+  if let outcome = await iterator.next(), let outcome { return outcome }
+  work.cancel()
+  let message = """
+    \(operationName) did not finish within 2 seconds while \(what). Likely causes: an \
+    awaiter was lost (a path that never resumes its continuation, or one stored after \
+    complete(with:) took everyone out), or complete(with:) resumed its awaiters while \
+    holding the lock that their onCancel handler takes, which deadlocks when one of them is \
+    cancelled during that resume
+    """
+  Issue.record(Comment(rawValue: message), sourceLocation: sourceLocation)
+  throw StressDeadlineExceeded()
+}
+
+private struct StressDeadlineExceeded: Error {}
+
 private func isCancellation(_ result: Result<some Any, any Error>) -> Bool {
   if case .failure(let error) = result { return error is CancellationError }
   return false
@@ -224,6 +260,60 @@ struct BuildAPromiseTests {
     #expect(promise.waitingCount == 0, "cancelled awaiters leave nothing in `waiting`")
   }
 
+  @Test("Completing the promise while an awaiter is being cancelled does not deadlock")
+  func completionRacesCancellation() async throws {
+    let promise = Promise<String>()
+    // Completed from another thread once the awaiter is stored; at that moment the awaiter
+    // is cancelled from a third thread, while complete(with:) is still resuming it.
+    Task.detached {
+      if await eventually({ promise.waitingCount == 1 }) { promise.succeed("token-5") }
+    }
+
+    let outcome = try await withCancellationRacingResume(
+      .seconds(3), "promise.value",
+      hint: "the awaiter was never resumed when the promise was completed from another thread"
+    ) {
+      do {
+        return Result<String, any Error>.success(try await promise.value)
+      } catch {
+        return .failure(error)
+      }
+    }
+
+    let gotValue = (try? outcome.get()) == "token-5"
+    #expect(
+      gotValue || isCancellation(outcome),
+      "an awaiter resumed and cancelled at once gets the value or CancellationError")
+    #expect(promise.waitingCount == 0, "nothing is left in `waiting`")
+  }
+
+  @Test("An awaiter cancelled after it was resumed, before it ran again, is not resumed twice")
+  func cancelledAfterResumed() async throws {
+    let promise = Promise<String>()
+    let executor = OneThreadExecutor()
+    let awaiter = Task(executorPreference: executor) { try await promise.value }
+    let stored = await eventually { promise.waitingCount == 1 }
+    #expect(stored, "an awaiter of a promise with no result must be stored in `waiting`")
+
+    // Hold the awaiter's thread, so that once resumed it cannot run on yet: it is still
+    // inside its cancellation handler's scope when the cancellation comes.
+    let hold = DispatchSemaphore(value: 0)
+    executor.schedule { _ = hold.wait(timeout: .now() + 5) }
+    promise.succeed("token-6")
+    awaiter.cancel()
+    hold.signal()
+
+    let outcome = try await withDeadline(
+      .seconds(2), "promise.value in an awaiter cancelled after it was resumed",
+      hint: resumeHint
+    ) {
+      await awaiter.result
+    }
+    let gotValue = (try? outcome.get()) == "token-6"
+    #expect(gotValue, "the awaiter was resumed with the value before it was cancelled")
+    #expect(promise.waitingCount == 0, "a resumed awaiter must be taken out of `waiting`")
+  }
+
   @Test("Awaiters that arrive while the promise is being completed are never lost")
   func arrivalsRaceTheResult() async throws {
     for round in 1...2000 {
@@ -286,10 +376,16 @@ struct BuildAPromiseTests {
       }.start()
       start.leave()
 
-      let outcomes = try await results(
-        of: awaiters,
-        hint: "an awaiter was lost while the promise was completed from many threads and "
-          + "other awaiters were cancelled; every path must resume each continuation once")
+      var outcomes: [Result<Int, any Error>] = []
+      for (index, awaiter) in awaiters.enumerated() {
+        outcomes.append(
+          try await underStress(
+            "promise.value in awaiter \(index + 1) of \(awaiters.count), round \(round)",
+            while: "the promise was completed from 8 threads at once and awaiters were cancelled"
+          ) {
+            await awaiter.result
+          })
+      }
       let allAttempted = await eventually { attempts.value.count == 8 }
 
       let winners = attempts.value.filter(\.won)
@@ -317,5 +413,99 @@ struct BuildAPromiseTests {
         "round \(round): \(promise.waitingCount) continuations were left in `waiting`")
       if !wrong.isEmpty || winners.count != 1 || promise.waitingCount != 0 { return }
     }
+  }
+}
+
+/// A completer's own error, so the test can tell which completer's failure won.
+private struct CompleterError: Error, Equatable {
+  var tag: Int
+}
+
+extension BuildAPromiseTests {
+  @Test(
+    "Completions from random threads race awaiters arriving and being cancelled: each gets the one result"
+  )
+  func randomThreadsRace() async throws {
+    var problems: [String] = []
+
+    for round in 1...150 {
+      let promise = Promise<Int>()
+      let completers = Int.random(in: 1...4)
+      let attempted = Countdown(completers)
+      let winners = Locked<[Int]>([])
+      // Even completers succeed with their tag, odd ones fail with it, each from a random
+      // thread after a random moment.
+      for completer in 0..<completers {
+        let tag = round * 100 + completer
+        onRandomThread(within: .microseconds(300)) {
+          let won =
+            completer % 2 == 0
+            ? promise.succeed(tag) : promise.fail(CompleterError(tag: tag))
+          if won { winners.withLock { $0.append(tag) } }
+          attempted.arrive()
+        }
+      }
+      // Awaiters arrive before, during and after the completion; about a third of them are
+      // cancelled from another thread at some moment, perhaps after they got the result.
+      let awaiters = (0..<8).map { index in
+        Task {
+          if index % 2 == 1 { try? await Task.sleep(for: .microseconds(Int.random(in: 0...300))) }
+          return try await promise.value
+        }
+      }
+      let victims = Set(awaiters.indices.filter { _ in Int.random(in: 0..<3) == 0 })
+      for victim in victims {
+        onRandomThread(within: .microseconds(300)) { awaiters[victim].cancel() }
+      }
+
+      var outcomes: [Result<Int, any Error>] = []
+      for (index, awaiter) in awaiters.enumerated() {
+        outcomes.append(
+          try await underStress(
+            "promise.value in awaiter \(index + 1) of round \(round)",
+            while: "the promise was completed from random threads and awaiters were cancelled"
+          ) {
+            await awaiter.result
+          })
+      }
+      try await withDeadline(
+        .seconds(2), "the completion attempts of round \(round) to return",
+        hint: "complete(with:) blocks, for example waiting for a lock it already holds"
+      ) {
+        await attempted.reached()
+      }
+
+      let won = winners.value
+      guard won.count == 1, let winner = won.first else {
+        problems.append("round \(round): \(won.count) of \(completers) completions won")
+        continue
+      }
+      for (index, outcome) in outcomes.enumerated() {
+        switch outcome {
+        case .success(let value) where value == winner && winner % 2 == 0:
+          break
+        case .failure(let error as CompleterError) where error.tag == winner && winner % 2 == 1:
+          break
+        case .failure(is CancellationError) where victims.contains(index):
+          break
+        case .success(let value):
+          problems.append("round \(round): awaiter \(index + 1) got \(value), \(winner) won")
+        case .failure(let error):
+          problems.append("round \(round): awaiter \(index + 1) threw \(error), \(winner) won")
+        }
+      }
+      if promise.waitingCount != 0 {
+        problems.append("round \(round): \(promise.waitingCount) left in `waiting`")
+      }
+      if problems.count >= 3 { break }
+    }
+
+    #expect(
+      problems.isEmpty,
+      """
+      exactly one completion must win, every awaiter must get its result (or \
+      CancellationError, if cancelled before it), and nothing may stay in `waiting`: \
+      \(problems.prefix(3).joined(separator: "; "))
+      """)
   }
 }

@@ -143,7 +143,10 @@ struct TwoAtOnceTests {
       ? FakePricing(flight: failure, hotel: .priceUnlessCancelled(315))
       : FakePricing(flight: .priceUnlessCancelled(240), hotel: failure)
 
-    await #expect(throws: expected) {
+    await #expect(
+      throws: expected,
+      "when a request fails, tripPrice(for:using:) must throw its error, not hide it (try?)"
+    ) {
       try await withDeadline(.seconds(2), "tripPrice(for:using:)", hint: failureHint) {
         try await tripPrice(for: lisbon, using: pricing)
       }

@@ -14,6 +14,10 @@ private let inTime: [CallbackScript] = [
   .synchronously, .default, .later(.milliseconds(100)), .twice,
 ]
 
+private let timeoutComment = Comment(
+  rawValue:
+    "at the deadline, value(timeout:) must throw TimeoutError(limit:), the error withTimeout "
+    + "throws, whatever the future did meanwhile")
 private let valueHint =
   "value(timeout:) must resume its continuation with the future's result"
 private let ignoredCancellationHint =
@@ -55,7 +59,7 @@ struct FutureDeadlineTests {
   func timesOutAndCancels() async throws {
     let future = CoPromise<Double>()  // never completes on its own
 
-    await #expect(throws: TimeoutError(limit: .milliseconds(100))) {
+    await #expect(throws: TimeoutError(limit: .milliseconds(100)), timeoutComment) {
       try await withDeadline(.seconds(2), "value(timeout:)", hint: ignoredCancellationHint) {
         try await future.value(timeout: .milliseconds(100))
       }
@@ -74,7 +78,7 @@ struct FutureDeadlineTests {
   func doesNotWaitForALateFuture() async throws {
     let future = scriptedFuture(.success(99.0), .later(.milliseconds(800)))
 
-    await #expect(throws: TimeoutError(limit: .milliseconds(100))) {
+    await #expect(throws: TimeoutError(limit: .milliseconds(100)), timeoutComment) {
       try await withDeadline(.seconds(2), "value(timeout:)", hint: ignoredCancellationHint) {
         try await future.value(timeout: .milliseconds(100))
       }
@@ -92,7 +96,11 @@ struct FutureDeadlineTests {
   @Test("Cancelling the caller cancels the future")
   func cancellingTheCallerCancelsTheFuture() async throws {
     let future = CoPromise<Double>()
-    let caller = Task { try await future.value(timeout: .seconds(10)) }
+    // On a thread of its own, so the wait and withTimeout's timer take turns there in a
+    // fixed order when both are cancelled.
+    let caller = Task(executorPreference: OneThreadExecutor()) {
+      try await future.value(timeout: .seconds(10))
+    }
     try await Task.sleep(for: .milliseconds(50))
 
     caller.cancel()
@@ -103,6 +111,14 @@ struct FutureDeadlineTests {
     }
 
     #expect(throws: (any Error).self) { try result.get() }
+    if case .failure(let error as TimeoutError) = result {
+      Issue.record(
+        """
+        a cancelled caller got \(error), a timeout that never happened (the limit was 10 \
+        seconds): a cancellation must end the wait with CancellationError or \
+        CoFutureError.cancelled; do not turn it into a timeout
+        """)
+    }
     let futureWasCancelled = future.isCanceled
     #expect(futureWasCancelled, "cancelling the caller must cancel the legacy future")
   }
@@ -112,7 +128,13 @@ struct FutureDeadlineTests {
     let future = CoPromise<Double>()
     DispatchQueue.global().asyncAfter(deadline: .now() + 0.1) { future.cancel() }
 
-    await #expect(throws: CoFutureError.cancelled) {
+    await #expect(
+      throws: CoFutureError.cancelled,
+      """
+      a future cancelled by its owner must throw CoFutureError.cancelled, long before the \
+      deadline; do not turn the future's cancellation into a timeout
+      """
+    ) {
       try await withDeadline(.seconds(2), "value(timeout:)", hint: valueHint) {
         try await future.value(timeout: .seconds(1))
       }
