@@ -20,6 +20,9 @@ private let timeoutComment = Comment(
     + "throws, whatever the future did meanwhile")
 private let valueHint =
   "value(timeout:) must resume its continuation with the future's result"
+private let failureHint =
+  "a future that failed in time never resumed the wait; whenSuccess only hears about "
+  + "values, whenComplete hears about errors and cancellations too"
 private let ignoredCancellationHint =
   "withTimeout cancelled the wait at the deadline, but waiting on the future ignores "
   + "cancellation, so withTimeout has to wait for the future anyway: in "
@@ -49,10 +52,42 @@ struct FutureDeadlineTests {
     let future: CoPromise<Double> = scriptedFuture(.failure(QuoteError.marketClosed), script)
 
     await #expect(throws: QuoteError.marketClosed) {
-      try await withDeadline(.seconds(2), "value(timeout:)", hint: valueHint) {
+      try await withDeadline(.seconds(2), "value(timeout:)", hint: failureHint) {
         try await future.value(timeout: .seconds(1))
       }
     }
+  }
+
+  @Test("Suspends instead of blocking: the future is completed on the caller's own thread")
+  func suspendsInsteadOfBlocking() async throws {
+    let future = CoPromise<Double>()
+    let executor = OneThreadExecutor()
+    // Completed on the thread that waits, once value(timeout:) has started there: a wait
+    // that blocks the thread (a semaphore with a timeout, say) never lets it run.
+    completeOnThread(of: executor, afterJobs: 1) { future.success(102.25) }
+
+    let outcome = try await withDeadline(
+      .seconds(3), "value(timeout:)", hint: valueHint, on: executor
+    ) {
+      do {
+        return Result<Double, any Error>.success(try await future.value(timeout: .seconds(1)))
+      } catch {
+        return .failure(error)
+      }
+    }
+
+    let held = executor.longestJob
+    #expect(
+      held < .milliseconds(500),
+      """
+      value(timeout:) blocked its thread instead of suspending: it held the only thread it \
+      had for \(held), while the future it waited for was completed on that same thread \
+      (as a future completed on the main queue would be). Likely cause: a semaphore or \
+      another blocking wait with a timeout; suspend with a continuation inside withTimeout
+      """)
+    #expect(
+      (try? outcome.get()) == 102.25,
+      "the future completed in time with 102.25, but value(timeout:) ended with \(outcome)")
   }
 
   @Test("Throws TimeoutError at the deadline and cancels the future")
@@ -97,15 +132,17 @@ struct FutureDeadlineTests {
   func cancellingTheCallerCancelsTheFuture() async throws {
     let future = CoPromise<Double>()
     // On a thread of its own, so the wait and withTimeout's timer take turns there in a
-    // fixed order when both are cancelled.
-    let caller = Task(executorPreference: OneThreadExecutor()) {
+    // fixed order when both are cancelled, and a wait that blocks that thread is seen.
+    let executor = OneThreadExecutor()
+    let caller = Task(executorPreference: executor) {
       try await future.value(timeout: .seconds(10))
     }
     try await Task.sleep(for: .milliseconds(50))
 
     caller.cancel()
     let result = try await withDeadline(
-      .seconds(2), "value(timeout:) after its task was cancelled", hint: callerCancelledHint
+      .seconds(2), "value(timeout:) after its task was cancelled", hint: callerCancelledHint,
+      on: executor
     ) {
       await caller.result
     }
