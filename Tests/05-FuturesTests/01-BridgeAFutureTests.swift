@@ -52,7 +52,9 @@ struct BridgeAFutureTests {
       return values
     }
 
-    #expect(values == Array(repeating: 21, count: 100))
+    #expect(
+      values == Array(repeating: 21, count: 100),
+      "every await of a completed future returns its value")
   }
 
   @Test("Throws the future's error", arguments: scripts)
@@ -118,7 +120,9 @@ struct BridgeAFutureTests {
       values.append(value)
     }
 
-    #expect(values == Array(repeating: 7, count: 100))
+    #expect(
+      values == Array(repeating: 7, count: 100),
+      "every task awaiting the future gets the value it was completed with")
   }
 
   @Test("Works for a future computed by a coroutine, and for a mapped future")

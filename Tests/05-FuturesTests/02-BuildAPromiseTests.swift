@@ -195,7 +195,8 @@ struct BuildAPromiseTests {
     let (awaiters, waiting) = await startAwaiters(5, of: promise)
     #expect(waiting, "every awaiter of a promise with no result must be stored in `waiting`")
 
-    #expect(promise.fail(LoginError.rejected))
+    #expect(
+      promise.fail(LoginError.rejected), "the first attempt completes the promise and returns true")
     let late = Task { try await promise.value }
 
     for result in try await results(of: awaiters + [late], hint: resumeHint) {
@@ -212,7 +213,9 @@ struct BuildAPromiseTests {
     DispatchQueue.global().async { promise.succeed(42) }
 
     let values = try await results(of: awaiters, hint: resumeHint).map { try $0.get() }
-    #expect(values == Array(repeating: 42, count: count))
+    #expect(
+      values == Array(repeating: 42, count: count),
+      "every awaiter gets the value the promise was completed with")
     #expect(promise.waitingCount == 0, "resumed awaiters must be taken out of `waiting`")
   }
 
@@ -227,7 +230,9 @@ struct BuildAPromiseTests {
       return values
     }
 
-    #expect(values == Array(repeating: 8, count: 100))
+    #expect(
+      values == Array(repeating: 8, count: 100),
+      "an awaiter that arrives after the result gets it at once")
     #expect(promise.waitingCount == 0, "nothing is stored once the promise has its value")
   }
 
@@ -252,7 +257,7 @@ struct BuildAPromiseTests {
     promise.succeed("token-3")
     let values = try await results(of: [awaiters[0], awaiters[2]], hint: resumeHint)
     #expect(values.map { try? $0.get() } == ["token-3", "token-3"])
-    #expect(promise.waitingCount == 0)
+    #expect(promise.waitingCount == 0, "resumed awaiters must be taken out of `waiting`")
   }
 
   @Test("An awaiter whose task is already cancelled throws CancellationError at once")

@@ -107,7 +107,7 @@ struct TwoAtOnceTests {
       try await tripPrice(for: lisbon, using: pricing)
     }
 
-    #expect(price == 555)
+    #expect(price == 555, "the trip's price is the flight fare plus the hotel rate, 240 + 315")
     #expect(pricing.log.value.started.sorted() == ["flight fare", "hotel rate"])
   }
 
@@ -130,7 +130,7 @@ struct TwoAtOnceTests {
       was only asked for after the \(pricing.log.value.started.first ?? "") had arrived, so \
       the trip takes the sum of both times; start both before awaiting either (async let)
       """)
-    #expect(price == 555)
+    #expect(price == 555, "the trip's price is the flight fare plus the hotel rate, 240 + 315")
   }
 
   @Test(

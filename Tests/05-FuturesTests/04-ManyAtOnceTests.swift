@@ -143,7 +143,9 @@ struct ManyAtOnceTests {
       it, so the call takes the sum of their times; add a child task per hotel to a task \
       group before awaiting any result
       """)
-    #expect(rates == [110, 95, 140, 85, 70])
+    #expect(
+      rates == [110, 95, 140, 85, 70],
+      "rates[i] is the rate of hotels[i], whatever the order they arrive in")
   }
 
   @Test("Gives an empty list for no hotels")
@@ -154,8 +156,8 @@ struct ManyAtOnceTests {
       try await nightlyRates(at: [], using: service)
     }
 
-    #expect(rates.isEmpty)
-    #expect(service.log.value.started.isEmpty)
+    #expect(rates.isEmpty, "no hotels, no rates")
+    #expect(service.log.value.started.isEmpty, "no hotels, so no request may be made")
   }
 
   @Test("The first failure is thrown, and the requests still running are cancelled")

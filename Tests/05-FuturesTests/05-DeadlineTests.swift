@@ -42,7 +42,7 @@ struct FutureDeadlineTests {
       try await future.value(timeout: .seconds(1))
     }
 
-    #expect(quote == 101.5)
+    #expect(quote == 101.5, "a future that completes in time gives its value")
     let futureWasCancelled = future.isCanceled
     #expect(futureWasCancelled == false, "a future that completes in time is left as it is")
   }
