@@ -34,10 +34,12 @@ extension PressureTests {
       let hub = TelemetryHub(sampleCount: samplesInSession, interval: interval, script: .default)
       // The stream is made inside the loop and held by nothing else, as in an app: breaking
       // out of the loop releases it, and that ends it.
+      let progress = Locked<[Int]>([])
       let consumer = Task {
         var seen: [Int] = []
         for await sample in samples(from: hub, keepingNewest: capacity) {
           seen.append(sample.number)
+          progress.withLock { $0.append(sample.number) }
           if ending == .breaks, seen.count == breakAfter { break }
           // A slow reader, so the buffer fills and drops.
           if Bool.random() { try? await Task.sleep(for: .microseconds(Int.random(in: 0...200))) }
@@ -49,8 +51,7 @@ extension PressureTests {
       }
       let seen = try await withDeadline(
         .seconds(2), "the loop over samples(from:keepingNewest:), round \(round)",
-        hint: "the hub calls its completion handler after its last sample; finish the stream "
-          + "there, or the loop waits forever"
+        diagnosis: { diagnosis(of: hub, received: progress.value) }
       ) {
         await consumer.value
       }
@@ -61,7 +62,16 @@ extension PressureTests {
       switch ending {
       case .readsToTheEnd:
         let lost = hub.lostSamples.map(\.number)
-        if (seen + lost).sorted() != Array(1...samplesInSession) {
+        let both = Set(seen).intersection(lost)
+        if !both.isEmpty {
+          problems.append(
+            "round \(round): \(both.count) samples were received and also reported lost: "
+              + evictedHint)
+        } else if lost.isEmpty, seen.count < samplesInSession {
+          problems.append(
+            "round \(round): \(samplesInSession - seen.count) samples were lost, and no receipt "
+              + "said so: \(droppedHint)")
+        } else if (seen + lost).sorted() != Array(1...samplesInSession) {
           problems.append(
             "round \(round): \(seen.count) received and \(lost.count) reported lost, not each "
               + "of the \(samplesInSession) exactly once")
@@ -77,7 +87,8 @@ extension PressureTests {
         } else if hub.handedOverCount == 0 {
           problems.append("round \(round): the hub never started")
         } else if hub.isMeasuring {
-          problems.append("round \(round): the hub still measures after the loop \(how)")
+          problems.append(
+            "round \(round): the hub still measures after the loop \(how): \(closeHint)")
         } else {
           problems.append(
             "round \(round): the hub stopped after the loop \(how), but not at a .closed receipt")
