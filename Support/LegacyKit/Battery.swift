@@ -28,8 +28,30 @@ public final class Battery: @unchecked Sendable {
   private var reads = 0
   private var posts = 0
   private var readsOutsidePosts = 0
-  /// The threads that are posting a change of ``simulateChanges(to:)`` right now.
-  private var postingThreads: [pthread_t] = []
+  /// The threads that are posting a change of ``simulateChanges(to:)`` right now, for any
+  /// battery: an observer that hears every battery reads this one's level in another's post.
+  private static let postingLock = NSLock()
+  private static var postingThreads: [pthread_t] = []
+
+  private static var isPosting: Bool {
+    postingLock.lock()
+    defer { postingLock.unlock() }
+    let me = pthread_self()
+    return postingThreads.contains(where: { pthread_equal($0, me) != 0 })
+  }
+
+  private static func posting(_ post: () -> Void) {
+    postingLock.lock()
+    postingThreads.append(pthread_self())
+    postingLock.unlock()
+    post()
+    postingLock.lock()
+    let me = pthread_self()
+    if let index = postingThreads.firstIndex(where: { pthread_equal($0, me) != 0 }) {
+      postingThreads.remove(at: index)
+    }
+    postingLock.unlock()
+  }
 
   /// - Parameters:
   ///   - level: The charge to begin with, in percent.
@@ -52,8 +74,7 @@ public final class Battery: @unchecked Sendable {
     lock.lock()
     defer { lock.unlock() }
     reads += 1
-    let me = pthread_self()
-    if !postingThreads.contains(where: { pthread_equal($0, me) != 0 }) { readsOutsidePosts += 1 }
+    if !Battery.isPosting { readsOutsidePosts += 1 }
     return charge
   }
 
@@ -92,15 +113,10 @@ public final class Battery: @unchecked Sendable {
         for _ in 0..<times {
           self.lock.lock()
           self.posts += 1
-          self.postingThreads.append(pthread_self())
           self.lock.unlock()
-          self.notificationCenter.post(name: Battery.levelDidChangeNotification, object: self)
-          self.lock.lock()
-          let me = pthread_self()
-          if let index = self.postingThreads.firstIndex(where: { pthread_equal($0, me) != 0 }) {
-            self.postingThreads.remove(at: index)
+          Battery.posting {
+            self.notificationCenter.post(name: Battery.levelDidChangeNotification, object: self)
           }
-          self.lock.unlock()
         }
       }
     }

@@ -36,9 +36,9 @@ private let lateDelegate =
   + "startUpdatingLocation(); \(registerFirst)"
 private let lateTermination =
   "the receiver failed inside startUpdatingLocation() and stayed on, while the same failure "
-  + "reported later, from its queue, stops it: the failure finished the stream before your "
-  + "onTermination was set, and a handler set on a stream that has already ended never runs. "
-  + "Set onTermination before you start the receiver; \(registerFirst)"
+  + "reported later, from its queue, stops it at once: the failure finished the stream before "
+  + "your onTermination was set, so the handler did not run when the stream ended, only when "
+  + "the stream is let go. Set onTermination before you start the receiver; \(registerFirst)"
 
 /// What most likely keeps a loop over a stream from `receiver` waiting, judged at the
 /// deadline from what the receiver saw: a report made before the delegate was set, a delegate
@@ -211,18 +211,41 @@ struct LocationUpdatesTests {
     #expect(
       outcome.error as? GPSError == .antennaFault,
       "the stream must end by throwing the receiver's error: finish(throwing: error)")
+    #expect(
+      stopped, because("the receiver is still on after the stream ended: \(stopInOnTermination)"))
+  }
+
+  @Test(
+    "Stops the receiver as soon as it fails, even inside the start call, while the stream is still held",
+    arguments: [CallbackScript.later(.milliseconds(100)), .synchronously])
+  func stopsAtTheFailure(script: CallbackScript) async throws {
+    let receiver = GPSReceiver(readings: [.failure(.antennaFault)], script: script)
+
+    // Made and held, as a property of a screen would hold it, but not iterated yet: the failure
+    // ends the stream now, and the receiver must stop now, not when the stream is let go.
+    let updates = locationUpdates(from: receiver)
+    let stopped = await eventually { !receiver.isUpdatingLocation }
+
     if !stopped, script.timing == .synchronously {
-      // Is it the order? The same failure, reported from the receiver's queue once the start
-      // call has returned.
-      let control = GPSReceiver(readings: [.failure(.antennaFault)], script: .default)
-      _ = try await everything(from: control)
-      if await eventually({ !control.isUpdatingLocation }) {
+      // Is it the order? The same failure, reported from the receiver's queue well after the
+      // start call has returned.
+      let control = GPSReceiver(
+        readings: [.failure(.antennaFault)], script: .later(.milliseconds(100)))
+      let controlUpdates = locationUpdates(from: control)
+      let controlStopped = await eventually { !control.isUpdatingLocation }
+      withExtendedLifetime(controlUpdates) {}
+      if controlStopped {
         Issue.record(because(lateTermination))
+        withExtendedLifetime(updates) {}
         return
       }
     }
     #expect(
-      stopped, because("the receiver is still on after the stream ended: \(stopInOnTermination)"))
+      stopped,
+      because(
+        "the receiver failed and is still on: a failure finishes the stream, and the stream's "
+          + "end must stop the receiver (onTermination runs with .finished)"))
+    withExtendedLifetime(updates) {}
   }
 
   @Test("Streams from the same receiver again after a stream has ended")

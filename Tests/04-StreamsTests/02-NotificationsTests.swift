@@ -22,7 +22,17 @@ private func diagnosis(of battery: Battery, seen: [Int], wanted: Int) -> String 
   let posts = battery.postCount
   let reads = battery.levelReadCount
   if posts > 0, reads == 0 {
-    return "\(posts) changes were posted and no observer block ran: \(levelsHint)"
+    // Is the observer in the default center? Post there too, and see whether a block reads.
+    NotificationCenter.default.post(name: Battery.levelDidChangeNotification, object: battery)
+    if battery.levelReadCount > 0 {
+      return
+        "your observer listens to NotificationCenter.default, where this battery never posts: "
+        + levelsHint
+    }
+    return
+      "\(posts) changes were posted to battery.notificationCenter and no observer block ran: "
+      + "observe Battery.levelDidChangeNotification there with queue: nil (a block given a "
+      + "queue runs later, if ever), and yield battery.level from the block"
   }
   if seen.count < wanted, reads >= wanted {
     return

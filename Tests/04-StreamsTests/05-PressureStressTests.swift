@@ -20,6 +20,11 @@ extension PressureTests {
   )
   func sessionsEndedAtRandom() async throws {
     var problems: [String] = []
+    /// What the problems mean, each said once.
+    var causes: [String] = []
+    func blame(_ cause: String) {
+      if !causes.contains(cause) { causes.append(cause) }
+    }
 
     for round in 1...40 {
       let capacity = Int.random(in: 1...6)
@@ -65,12 +70,13 @@ extension PressureTests {
         let both = Set(seen).intersection(lost)
         if !both.isEmpty {
           problems.append(
-            "round \(round): \(both.count) samples were received and also reported lost: "
-              + evictedHint)
+            "round \(round): \(both.count) samples were received and also reported lost")
+          blame(evictedHint)
         } else if lost.isEmpty, seen.count < samplesInSession {
           problems.append(
             "round \(round): \(samplesInSession - seen.count) samples were lost, and no receipt "
-              + "said so: \(droppedHint)")
+              + "said so")
+          blame(droppedHint)
         } else if (seen + lost).sorted() != Array(1...samplesInSession) {
           problems.append(
             "round \(round): \(seen.count) received and \(lost.count) reported lost, not each "
@@ -88,7 +94,8 @@ extension PressureTests {
           problems.append("round \(round): the hub never started")
         } else if hub.isMeasuring {
           problems.append(
-            "round \(round): the hub still measures after the loop \(how): \(closeHint)")
+            "round \(round): the hub still measures after the loop \(how)")
+          blame(closeHint)
         } else {
           problems.append(
             "round \(round): the hub stopped after the loop \(how), but not at a .closed receipt")
@@ -101,7 +108,8 @@ extension PressureTests {
       problems.isEmpty,
       """
       each sample is received in order or reported lost, and a stream that ends early stops \
-      the hub with .closed: \(problems.prefix(3).joined(separator: "; "))
+      the hub with .closed: \(problems.prefix(3).joined(separator: "; ")). \
+      \(causes.map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined(separator: ". "))
       """)
   }
 }

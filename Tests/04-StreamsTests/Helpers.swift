@@ -59,6 +59,9 @@ func withDeadline<T: Sendable>(
     return try outcome.get()
   }
 
+  // Judge before cancelling: cancelling the loop ends the stream, which changes what the fakes
+  // see (a stopped source, a delegate let go).
+  let cause = diagnosis()
   work.cancel()
   let (whole, attoseconds) = limit.components
   let within =
@@ -67,7 +70,7 @@ func withDeadline<T: Sendable>(
     : whole == 1 ? "1 second" : "\(whole) seconds"
   let message =
     "\(neverResumedMarker) \(operationName) did not finish within \(within). "
-    + "Likely cause: \(diagnosis())."
+    + "Likely cause: \(cause)."
   Issue.record(Comment(rawValue: message), sourceLocation: sourceLocation)
   throw StillWaiting(description: message)
 }
