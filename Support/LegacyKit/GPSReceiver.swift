@@ -63,7 +63,7 @@ public final class GPSReceiver: @unchecked Sendable {
   private var starts = 0
   private var stops = 0
   private var reports = 0
-  private var unheardInsideStart = 0
+  private var unheard = 0
 
   /// - Parameters:
   ///   - readings: What each start reports, in order.
@@ -121,13 +121,14 @@ public final class GPSReceiver: @unchecked Sendable {
     return reports
   }
 
-  /// How many reports the receiver made inside ``startUpdatingLocation()`` while no delegate
-  /// was set: reports nobody heard, because the delegate was set after the start (a
-  /// synchronous script reports inside the start call).
-  public var unheardStartReportCount: Int {
+  /// How many reports the receiver made while it was on and no delegate was set: reports
+  /// nobody heard, because the delegate was set after the start (a synchronous script reports
+  /// inside the start call, a background one may report before the caller's next line), or
+  /// because the delegate was deallocated.
+  public var unheardReportCount: Int {
     lock.lock()
     defer { lock.unlock() }
-    return unheardInsideStart
+    return unheard
   }
 
   /// Turns the receiver on: the readings begin again from the first. Starting while it is
@@ -146,7 +147,7 @@ public final class GPSReceiver: @unchecked Sendable {
 
     switch script.timing {
     case .synchronously:
-      report(0, in: current, insideStart: true)
+      report(0, in: current)
     case .onBackgroundQueue:
       queue.async { self.report(0, in: current) }
     case .after(let delay):
@@ -164,13 +165,13 @@ public final class GPSReceiver: @unchecked Sendable {
   }
 
   /// Makes reading `index` of `session`, unless that session is over, and schedules the next.
-  private func report(_ index: Int, in session: Int, insideStart: Bool = false) {
+  private func report(_ index: Int, in session: Int) {
     for _ in 0..<script.times {
       lock.lock()
       let current = updating && self.session == session
       let delegate = storedDelegate
       if current, delegate != nil { reports += 1 }
-      if current, delegate == nil, insideStart { unheardInsideStart += 1 }
+      if current, delegate == nil { unheard += 1 }
       lock.unlock()
       guard current else { return }
       // Whichever delegate is set now; one that has been deallocated is simply not told.

@@ -31,8 +31,9 @@ let stopInOnTermination =
   "stop it in the continuation's onTermination, however the stream ends: a break, a "
   + "cancelled task and a dropped stream end it as .cancelled, not .finished"
 private let lateDelegate =
-  "the receiver reported inside startUpdatingLocation(), before your delegate was set, so "
-  + "nobody heard that report: set the delegate (and onTermination) first, then call "
+  "the receiver reported before your delegate was set (a receiver may report inside "
+  + "startUpdatingLocation(), or from its queue before your next line runs), so nobody heard "
+  + "that report: set the delegate (and onTermination) first, then call "
   + "startUpdatingLocation(); \(registerFirst)"
 private let lateTermination =
   "the receiver failed inside startUpdatingLocation() and stayed on, while the same failure "
@@ -44,7 +45,7 @@ private let lateTermination =
 /// deadline from what the receiver saw: a report made before the delegate was set, a delegate
 /// that is gone, or else `hint`.
 private func diagnosis(of receiver: GPSReceiver, otherwise hint: String) -> String {
-  if receiver.unheardStartReportCount > 0, receiver.delegate != nil {
+  if receiver.unheardReportCount > 0, receiver.delegate != nil {
     return lateDelegate
   }
   if receiver.isUpdatingLocation, receiver.delegate == nil {
@@ -102,7 +103,10 @@ struct LocationUpdatesTests {
 
     let locations = try await first(5, from: receiver)
 
-    #expect(receiver.unheardStartReportCount == 0, because(lateDelegate))
+    if locations != [home, bakery, park, office, station], receiver.unheardReportCount > 0 {
+      Issue.record(because(lateDelegate))
+      return
+    }
     #expect(
       locations == [home, bakery, park, office, station],
       "each location of a batch is a value of its own, oldest first")
