@@ -132,6 +132,43 @@ struct BuildAChannelTests {
     for sender in senders { try await sender.value("a waiting send(_:)", hint: sendHint) }
   }
 
+  @Test(
+    "Receivers that wait are served in the order they started waiting", arguments: [0, 2])
+  func waitingReceiversInOrder(capacity: Int) async throws {
+    // Each receiver starts on an executor that tells when it has nothing left to run: by
+    // then that receive() has stored its continuation, so the order of waiting is known.
+    let executor = SettlingExecutor()
+    for round in 1...3 {
+      let channel = Channel<Int>(capacity: capacity)
+      var receivers: [Started<Int?>] = []
+      for index in 1...5 {
+        let receiver = await Started.waiting(on: executor, "receiver \(index)") {
+          try await channel.receive()
+        }
+        try #require(!receiver.isFinished, "receive() returned from an empty channel")
+        receivers.append(receiver)
+      }
+
+      for element in 1...5 {
+        try await withDeadline(.seconds(2), "send(_:) to waiting receivers", hint: sendHint) {
+          try await channel.send(element)
+        }
+      }
+
+      var received: [Int?] = []
+      for receiver in receivers {
+        received.append(try await receiver.value("a waiting receive()", hint: receiveHint))
+      }
+      #expect(
+        received == [1, 2, 3, 4, 5],
+        """
+        round \(round): receivers 1 to 5 waited in that order and got \(received): waiting \
+        receivers must be served first come, first served (keep them in a first-in, \
+        first-out queue, not a stack, a set or a dictionary)
+        """)
+    }
+  }
+
   // MARK: Closing
 
   @Test("After close(), receivers get every buffered element, then nil")

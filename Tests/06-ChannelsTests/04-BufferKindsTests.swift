@@ -94,16 +94,58 @@ struct BufferKindsTests {
   @Test("Conflated: a waiting receiver gets the very next element, nothing is skipped")
   func conflatedWaitingReceiver() async throws {
     let channel = NonBlockingChannel<Int>(.conflated)
-    let first = Started { try await channel.receive() }
-    try await expectStillWaiting(first, "receive() returned from an empty channel")
-    let second = Started { try await channel.receive() }
-    try await expectStillWaiting(second, "receive() returned from an empty channel")
+    // Started where the test can tell that each receive() is waiting, in this order.
+    let executor = SettlingExecutor()
+    let first = await Started.waiting(on: executor, "the first receive()") {
+      try await channel.receive()
+    }
+    let second = await Started.waiting(on: executor, "the second receive()") {
+      try await channel.receive()
+    }
+    try #require(
+      !first.isFinished && !second.isFinished, "receive() returned from an empty channel")
 
     try send(1, to: channel)
     try send(2, to: channel)
 
-    #expect(try await first.value("the first waiting receive()", hint: handOffHint) == 1)
-    #expect(try await second.value("the second waiting receive()", hint: handOffHint) == 2)
+    #expect(
+      try await first.value("the first waiting receive()", hint: handOffHint) == 1,
+      "the receiver that waited first must get the first element (first come, first served)")
+    #expect(
+      try await second.value("the second waiting receive()", hint: handOffHint) == 2,
+      """
+      a waiting receiver must get the very next element; a conflated channel skips only \
+      elements that nobody waits for
+      """)
+  }
+
+  @Test(
+    "Receivers that wait are served in the order they started waiting",
+    arguments: [BufferKind.unlimited, .conflated])
+  func waitingReceiversInOrder(kind: BufferKind) async throws {
+    let channel = NonBlockingChannel<Int>(kind)
+    let executor = SettlingExecutor()
+    var receivers: [Started<Int?>] = []
+    for index in 1...5 {
+      let receiver = await Started.waiting(on: executor, "receiver \(index)") {
+        try await channel.receive()
+      }
+      try #require(!receiver.isFinished, "receive() returned from an empty channel")
+      receivers.append(receiver)
+    }
+
+    for element in 1...5 { try send(element, to: channel) }
+
+    var received: [Int?] = []
+    for receiver in receivers {
+      received.append(try await receiver.value("a waiting receive()", hint: handOffHint))
+    }
+    #expect(
+      received == [1, 2, 3, 4, 5],
+      """
+      receivers 1 to 5 waited in that order and got \(received): hand each element to the \
+      receiver that has waited longest (receivers.popFirst())
+      """)
   }
 
   @Test("Conflated: the newest element is still received after close(), then nil")

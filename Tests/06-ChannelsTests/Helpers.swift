@@ -1,4 +1,6 @@
 import CoroutineKit
+import Dispatch
+import Synchronization
 import Testing
 import WorkbookTesting
 
@@ -11,6 +13,16 @@ final class Started<Success: Sendable>: Sendable {
     let finished = Locked(false)
     self.finished = finished
     task = Task {
+      defer { finished.withLock { $0 = true } }
+      return try await operation()
+    }
+  }
+
+  /// Runs `operation` on `executor` (see ``SettlingExecutor``).
+  init(on executor: SettlingExecutor, _ operation: @escaping @Sendable () async throws -> Success) {
+    let finished = Locked(false)
+    self.finished = finished
+    task = Task(executorPreference: executor) {
       defer { finished.withLock { $0 = true } }
       return try await operation()
     }
@@ -70,4 +82,45 @@ func isIncreasing(_ elements: [Int]) -> Bool {
 /// A test's own error, to throw from a loop body or a stage.
 struct Boom: Error, Equatable {
   var tag = 0
+}
+
+/// A task executor with one serial queue, that knows when it has nothing left to run.
+///
+/// Tasks started on it run their code there up to their first suspension. Once it is idle,
+/// every such task is suspended (or finished): a `receive()` started on it has stored its
+/// continuation in the channel. That lets a test put waiters in a known order without
+/// guessing how long they take to start.
+final class SettlingExecutor: TaskExecutor {
+  private let queue = DispatchQueue(label: "workbook.tests.settling")
+  /// Jobs enqueued and not yet finished. A job that enqueues another counts it before
+  /// its own ends, so zero means that nothing runs now and nothing is about to.
+  private let pending = Atomic<Int>(0)
+
+  func enqueue(_ job: consuming ExecutorJob) {
+    let job = UnownedJob(job)
+    pending.add(1, ordering: .sequentiallyConsistent)
+    queue.async {
+      job.runSynchronously(on: self.asUnownedTaskExecutor())
+      self.pending.subtract(1, ordering: .sequentiallyConsistent)
+    }
+  }
+
+  /// True when no job is queued or running.
+  var isIdle: Bool { pending.load(ordering: .sequentiallyConsistent) == 0 }
+}
+
+extension Started {
+  /// Starts `operation` on `executor`, and returns once it is suspended (or finished), so
+  /// a `receive()` or `send(_:)` it calls is known to wait in the channel.
+  static func waiting(
+    on executor: SettlingExecutor, _ name: String,
+    sourceLocation: SourceLocation = #_sourceLocation,
+    _ operation: @escaping @Sendable () async throws -> Success
+  ) async -> Started {
+    let started = Started(on: executor, operation)
+    await eventually("\(name) to start waiting", sourceLocation: sourceLocation) {
+      executor.isIdle
+    }
+    return started
+  }
 }
