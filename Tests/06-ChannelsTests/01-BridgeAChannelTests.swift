@@ -95,7 +95,14 @@ struct BridgeAChannelTests {
     }
 
     let received = Locked<[Int]>([])
-    await #expect(throws: CoChannelError.cancelled) {
+    await #expect(
+      throws: CoChannelError.cancelled,
+      """
+      a cancelled channel must end the iteration by throwing CoChannelError.cancelled, not \
+      quietly as if it were closed: loop on try awaitReceive() (not for element in channel) \
+      and finish the stream with any error other than .closed
+      """
+    ) {
       try await withDeadline(
         .seconds(2), "for try await over channel.elements()",
         hint: "when awaitReceive() throws CoChannelError.cancelled, finish the stream with "
@@ -113,7 +120,10 @@ struct BridgeAChannelTests {
     channel.offer(1)
     channel.cancel()
 
-    await #expect(throws: CoChannelError.cancelled) { try await collect(channel) }
+    await #expect(
+      throws: CoChannelError.cancelled,
+      "a cancelled channel must end the iteration by throwing CoChannelError.cancelled"
+    ) { try await collect(channel) }
   }
 
   @Test(

@@ -38,8 +38,13 @@ final class Started<Success: Sendable>: Sendable {
     within limit: Duration = .seconds(2), _ name: String, hint: String,
     sourceLocation: SourceLocation = #_sourceLocation
   ) async throws -> Result<Success, any Error> {
-    try await withDeadline(limit, name, hint: hint, sourceLocation: sourceLocation) {
-      await self.task.result
+    do {
+      return try await withDeadline(limit, name, hint: hint, sourceLocation: sourceLocation) {
+        await self.task.result
+      }
+    } catch let error as DeadlineExceeded {
+      aCallNeverReturned.withLock { $0 = true }
+      throw error
     }
   }
 
@@ -51,6 +56,11 @@ final class Started<Success: Sendable>: Sendable {
     try await result(within: limit, name, hint: hint, sourceLocation: sourceLocation).get()
   }
 }
+
+/// Set once a send or receive in this process never returned: the tests of many tasks at
+/// once would only hang on it too, and take so long that the runner stops the whole suite
+/// before it can report the first, clearer failure. They end early instead.
+let aCallNeverReturned = Locked(false)
 
 /// Gives `started` a moment, and expects it to be still running: it should be suspended.
 func expectStillWaiting<Success>(
