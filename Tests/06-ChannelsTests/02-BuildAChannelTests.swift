@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import WorkbookTesting
 
@@ -40,6 +41,53 @@ private func fill(_ channel: Channel<Int>, with element: Int) async throws {
   ) {
     try await channel.send(element)
   }
+}
+
+/// Lets a receiver wait on a thread of its own, closes the channel from another thread,
+/// and has the probe cancel the receiver from a third one while close() is inside resume.
+/// Returns false if that cancellation had to wait for the channel's lock (the probe then
+/// records why).
+func cancelWhileClosing(
+  capacity: Int, round: Int, sourceLocation: SourceLocation = #_sourceLocation
+) async throws -> Bool {
+  let channel = Channel<Int>(capacity: capacity)
+  let receiving = Locked(false)
+  let closed = Locked(false)
+  Thread.detachNewThread {
+    while !receiving.value { usleep(1_000) }
+    // Let the receive() store its continuation (it runs on its own, idle thread).
+    usleep(50_000)
+    channel.close()
+    closed.withLock { $0 = true }
+  }
+  let clock = ContinuousClock()
+  let start = clock.now
+  let received = try await withCancellationRacingResume(
+    .seconds(2), "receive() resumed by close() from another thread", hint: closeHint,
+    sourceLocation: sourceLocation
+  ) {
+    receiving.withLock { $0 = true }
+    return try await channel.receive()
+  }
+  let elapsed = clock.now - start
+  await eventually("round \(round): close() to return", sourceLocation: sourceLocation) {
+    closed.value
+  }
+  // Cancelled just after it was resumed, the receive returns what it was given.
+  #expect(
+    received == nil, "round \(round): a receive() ended by close() returns nil",
+    sourceLocation: sourceLocation)
+  // The probe waits a second for a cancellation stuck behind the lock.
+  return elapsed < .milliseconds(900)
+}
+
+/// Before a test that cancels tasks while others resume them: if resuming happens under the
+/// lock that onCancel takes, those tests would deadlock the runtime's threads for good (and
+/// every other test with them). The probe reports that safely instead, and they end early.
+func resumesOutsideTheLock(
+  sourceLocation: SourceLocation = #_sourceLocation
+) async throws -> Bool {
+  try await cancelWhileClosing(capacity: 0, round: 1, sourceLocation: sourceLocation)
 }
 
 @Suite("6.2 Build a channel")
@@ -311,6 +359,15 @@ struct BuildAChannelTests {
       try await senders[2].value("the third send(_:)", hint: sendHint)
     }
 
+    @Test(
+      "A waiting receiver cancelled while close() resumes it: close() does not hold the lock",
+      arguments: [0, 2])
+    func cancelWhileResuming(capacity: Int) async throws {
+      for round in 1...3 {
+        _ = try await cancelWhileClosing(capacity: capacity, round: round)
+      }
+    }
+
     @Test("A task that is already cancelled does not wait in send or receive")
     func alreadyCancelled() async throws {
       // Two channels, so that the two calls cannot meet each other.
@@ -340,6 +397,7 @@ struct BuildAChannelTests {
     func cancelSenderRacingHandOff(capacity: Int) async throws {
       // An earlier test already found a call that never returns; this one would hang too.
       if aCallNeverReturned.value { return }
+      guard try await resumesOutsideTheLock() else { return }
       for round in 1...150 {
         let channel = Channel<Int>(capacity: capacity)
         if capacity == 1 { try await fill(channel, with: 0) }
@@ -373,6 +431,7 @@ struct BuildAChannelTests {
     func cancelReceiverRacingHandOff() async throws {
       // An earlier test already found a call that never returns; this one would hang too.
       if aCallNeverReturned.value { return }
+      guard try await resumesOutsideTheLock() else { return }
       for round in 1...150 {
         let channel = Channel<Int>(capacity: 0)
         let receiving = Started { try await channel.receive() }
@@ -470,6 +529,7 @@ struct BuildAChannelTests {
     func randomCancellation(capacity: Int) async throws {
       // An earlier test already found a call that never returns; this one would hang too.
       if aCallNeverReturned.value { return }
+      guard try await resumesOutsideTheLock() else { return }
       let producers = 6
       let consumers = 6
       let perProducer = 200

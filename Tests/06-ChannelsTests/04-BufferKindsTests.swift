@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import WorkbookTesting
 
@@ -28,6 +29,47 @@ private func send(
   try #require(
     channel.send(element), "send(\(element)) was refused by an open channel",
     sourceLocation: sourceLocation)
+}
+
+/// Lets a receiver wait on a thread of its own, sends from another thread, and has the
+/// probe cancel the receiver from a third one while send(_:) is inside resume. Returns false
+/// if that cancellation had to wait for the channel's lock (the probe then records why).
+func cancelWhileSending(
+  kind: BufferKind, round: Int, sourceLocation: SourceLocation = #_sourceLocation
+) async throws -> Bool {
+  let channel = NonBlockingChannel<Int>(kind)
+  let receiving = Locked(false)
+  let sent = Locked<Bool?>(nil)
+  Thread.detachNewThread {
+    while !receiving.value { usleep(1_000) }
+    // Let the receive() store its continuation (it runs on its own, idle thread).
+    usleep(50_000)
+    let accepted = channel.send(round)
+    sent.withLock { $0 = accepted }
+    // Refused (the send rule is not written yet): end the receive rather than hang.
+    if !accepted { channel.close() }
+  }
+  let clock = ContinuousClock()
+  let start = clock.now
+  let received = try await withCancellationRacingResume(
+    .seconds(2), "receive() resumed by send(_:) from another thread", hint: handOffHint,
+    sourceLocation: sourceLocation
+  ) {
+    receiving.withLock { $0 = true }
+    return try await channel.receive()
+  }
+  let elapsed = clock.now - start
+  await eventually("round \(round): send(_:) to return", sourceLocation: sourceLocation) {
+    sent.value != nil
+  }
+  try #require(
+    sent.value == true, "send(\(round)) was refused by an open channel",
+    sourceLocation: sourceLocation)
+  #expect(
+    received == round, "round \(round): the receiver lost the element",
+    sourceLocation: sourceLocation)
+  // The probe waits a second for a cancellation stuck behind the lock.
+  return elapsed < .milliseconds(900)
 }
 
 @Suite("6.4 Buffer kinds")
@@ -230,6 +272,15 @@ struct BufferKindsTests {
 
     #expect(throws: CancellationError.self) { try result.get() }
     #expect(try await drain(channel) == [5], "the cancelled receiver took the element")
+  }
+
+  @Test(
+    "A waiting receiver cancelled while send(_:) resumes it: send does not hold the lock",
+    arguments: [BufferKind.unlimited, .conflated])
+  func cancelWhileResuming(kind: BufferKind) async throws {
+    for round in 1...3 {
+      _ = try await cancelWhileSending(kind: kind, round: round)
+    }
   }
 
   @Test(
