@@ -137,7 +137,12 @@ struct StartOnASchedulerTests {
       hint: "load() must cancel the previous load's task, and that task must end"
     ) { await first.value }
 
-    #expect(screen.status == "Grace Hopper", "the first, older load replaced the newer one")
+    #expect(
+      screen.status == "Grace Hopper",
+      """
+      the first, older load replaced the newer one: load() must cancel the load before it \
+      (keep its task, and cancel it)
+      """)
     #expect(slow.isCanceled, "the new load should cancel the previous load's future")
   }
 }

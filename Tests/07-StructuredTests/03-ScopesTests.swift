@@ -45,7 +45,12 @@ struct ScopesTests {
 
     scope.cancel()
 
-    #expect(scope.isCancelled)
+    #expect(
+      scope.isCancelled,
+      """
+      cancel() must mark the scope cancelled: isCancelled is true from then on, and work \
+      launched later starts cancelled
+      """)
     await eventually("every task to end, cancelled, after cancel()") {
       probe.endedCancelled.value == 5
     }
@@ -108,7 +113,13 @@ struct ScopesTests {
 
     open.finish()
 
-    await eventually("the scope to forget its 4 finished tasks") { scope.runningCount == 0 }
+    let forgotten = await eventually { scope.runningCount == 0 }
+    #expect(
+      forgotten,
+      """
+      all 4 tasks have finished, yet runningCount is \(scope.runningCount): the scope must \
+      forget each task when it ends (have the task remove itself from the scope)
+      """)
     #expect(scope.isCancelled == false)
   }
 
