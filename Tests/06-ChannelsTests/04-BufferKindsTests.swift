@@ -84,7 +84,8 @@ struct BufferKindsTests {
 
     let received = try await drain(channel)
 
-    #expect(received.count == 10_000, "an unlimited channel must keep every element")
+    #expect(
+      received.count == 10_000, "an unlimited channel loses nothing: it keeps every element")
     #expect(received == Array(0..<10_000))
   }
 
@@ -102,7 +103,9 @@ struct BufferKindsTests {
     for element in 1...50 { try send(element, to: channel) }
     channel.close()
 
-    #expect(try await receiving.value("iterating the channel", hint: closeHint) == Array(1...50))
+    #expect(
+      try await receiving.value("iterating the channel", hint: closeHint) == Array(1...50),
+      "an unlimited channel loses nothing, and keeps the order")
   }
 
   // MARK: Conflated

@@ -94,7 +94,12 @@ struct ScopesTests {
     scope.launch { sawCancellation.withLock { $0 = Task.isCancelled } }
 
     await eventually("the launched work to run") { sawCancellation.value != nil }
-    #expect(sawCancellation.value == true, "work launched after cancel() was not cancelled")
+    #expect(
+      sawCancellation.value == true,
+      """
+      work launched after cancel() was not cancelled: cancel() must mark the scope cancelled, \
+      and launch(_:) must start work cancelled in a cancelled scope
+      """)
   }
 
   @Test("Forgets each task once it finishes")
@@ -165,18 +170,22 @@ struct ScopesTests {
     #expect(
       forgotten,
       """
-      every task has finished, yet runningCount is \(scope.runningCount): a task that ends \
-      before launch(_:) has stored it is never forgotten; create and store it in one locked \
-      step, and let it remove itself when it ends
+      every task has finished, yet runningCount is \(scope.runningCount): the scope must \
+      forget each task when it ends (and a task that ends before launch(_:) has stored it is \
+      never forgotten: create and store it in one locked step)
       """)
   }
 
   @Test("launch(_:) racing cancel() on other threads: every task ends, cancelled")
   func launchRacingCancel() async throws {
-    for round in 1...20 {
-      let scope = TaskScope()
-      let probe = Probe()
+    // Kept alive to the end: letting a scope go would cancel its tasks and hide the bug.
+    var scopes: [TaskScope] = []
+    let probe = Probe()
+    let rounds = 200
 
+    for _ in 1...rounds {
+      let scope = TaskScope()
+      scopes.append(scope)
       await withTaskGroup(of: Void.self) { group in
         for _ in 0..<3 {
           group.addTask {
@@ -185,18 +194,19 @@ struct ScopesTests {
         }
         group.addTask { scope.cancel() }
       }
-
-      let ended = await eventually { probe.endedCancelled.value == 30 }
-      try #require(
-        ended,
-        """
-        round \(round): launch(_:) and cancel() on other threads left \
-        \(30 - probe.endedCancelled.value) of 30 tasks running: check the cancelled flag \
-        and store the task in the same locked step, so cancel() either finds the task or the \
-        task starts cancelled
-        """)
-      #expect(probe.endedNormally.value == 0)
     }
+
+    let ended = await eventually { probe.endedCancelled.value == rounds * 30 }
+    #expect(
+      ended,
+      """
+      launch(_:) and cancel() on other threads left \
+      \(rounds * 30 - probe.endedCancelled.value) of \(rounds * 30) tasks running: cancel() \
+      must mark the scope cancelled, and launch(_:) must check that flag and store the task \
+      in the same locked step, so cancel() either finds the task or the task starts cancelled
+      """)
+    #expect(probe.endedNormally.value == 0)
+    withExtendedLifetime(scopes) {}
   }
 
   @Test("Cancelling one scope leaves another scope's work running")
