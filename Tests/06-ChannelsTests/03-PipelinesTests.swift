@@ -215,8 +215,8 @@ struct PipelinesTests {
 
     await #expect(throws: Boom(tag: 5)) {
       try await withDeadline(
-        .seconds(2), "runPipeline(…) with a failing transform", hint: transformFailHint)
-      {
+        .seconds(2), "runPipeline(…) with a failing transform", hint: transformFailHint
+      ) {
         try await runPipeline(
           source: endlessSource(), workers: 3, transform: transform, consume: activity.record)
       }
