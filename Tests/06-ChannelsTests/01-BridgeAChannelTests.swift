@@ -63,7 +63,10 @@ struct BridgeAChannelTests {
     let received = try await collect(channel)
 
     #expect(received == Array(1...30))
-    let produced = try await outcome(of: producer, "the producer", hint: "it never finished")
+    let produced = try await outcome(
+      of: producer, "the producer",
+      hint: "the producer was still blocked in awaitSend(_:) after the stream ended: receive "
+        + "every element until the channel is closed")
     #expect(throws: Never.self) { try produced.get() }
   }
 

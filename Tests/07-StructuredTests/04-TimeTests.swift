@@ -79,7 +79,11 @@ struct InjectedClockTests {
     let clock = ManualClock()
     let calls = Locked(0)
 
-    let report = try await withDeadline(.seconds(2), "retrying(…)", hint: "it never returned") {
+    let report = try await withDeadline(
+      .seconds(2), "retrying(…)",
+      hint: "the first attempt succeeded, so retrying(…) must return its value at once: call "
+        + "operation first, and wait only after it throws"
+    ) {
       try await retrying(
         attempts: 3, firstDelay: .seconds(1), clock: clock,
         flaky(failures: 0, calls: calls))
