@@ -294,6 +294,8 @@ struct BuildAChannelTests {
       "A cancelled waiting receiver throws CancellationError at once and takes nothing",
       arguments: [0, 2])
     func cancelWaitingReceiver(capacity: Int) async throws {
+      // An earlier test already found a call that never returns; this one would hang too.
+      if aCallNeverReturned.value { return }
       let channel = Channel<Int>(capacity: capacity)
       let cancelled = Started { try await channel.receive() }
       try await expectStillWaiting(cancelled, "receive() returned from an empty channel")
@@ -318,6 +320,8 @@ struct BuildAChannelTests {
       "A cancelled waiting sender throws CancellationError at once; its element is not sent",
       arguments: [0, 1])
     func cancelWaitingSender(capacity: Int) async throws {
+      // An earlier test already found a call that never returns; this one would hang too.
+      if aCallNeverReturned.value { return }
       let channel = Channel<Int>(capacity: capacity)
       if capacity == 1 { try await fill(channel, with: 1) }
       let cancelled = Started { try await channel.send(2) }
@@ -336,6 +340,8 @@ struct BuildAChannelTests {
 
     @Test("Cancelling one of several waiting senders keeps the others in their order")
     func cancelMiddleSender() async throws {
+      // An earlier test already found a call that never returns; this one would hang too.
+      if aCallNeverReturned.value { return }
       let channel = Channel<Int>(capacity: 0)
       var senders: [Started<Void>] = []
       for element in 1...3 {
@@ -395,6 +401,9 @@ struct BuildAChannelTests {
       "A sender cancelled as a receiver arrives: its element is received once if send returned, never if it threw",
       arguments: [0, 1])
     func cancelSenderRacingHandOff(capacity: Int) async throws {
+      // If it stops early (a deadline passed), the tests after it would only hang too.
+      var completed = false
+      defer { if !completed { aCallNeverReturned.withLock { $0 = true } } }
       // An earlier test already found a call that never returns; this one would hang too.
       if aCallNeverReturned.value { return }
       guard try await resumesOutsideTheLock() else { return }
@@ -423,12 +432,16 @@ struct BuildAChannelTests {
         }
         if capacity == 1 { #expect(everything.first == 0, "round \(round): lost the buffered 0") }
       }
+      completed = true
     }
 
     @Test(
       "A receiver cancelled as a sender arrives: it takes the element or nothing, and nothing is lost"
     )
     func cancelReceiverRacingHandOff() async throws {
+      // If it stops early (a deadline passed), the tests after it would only hang too.
+      var completed = false
+      defer { if !completed { aCallNeverReturned.withLock { $0 = true } } }
       // An earlier test already found a call that never returns; this one would hang too.
       if aCallNeverReturned.value { return }
       guard try await resumesOutsideTheLock() else { return }
@@ -456,6 +469,7 @@ struct BuildAChannelTests {
           try await sending.value("send(_:) to the next receiver", hint: sendHint)
         }
       }
+      completed = true
     }
 
     // MARK: Many at once
@@ -464,6 +478,9 @@ struct BuildAChannelTests {
       "Many producers and consumers: every element exactly once, in each producer's order",
       arguments: [0, 1, 16])
     func manyProducersAndConsumers(capacity: Int) async throws {
+      // If it stops early (a deadline passed), the tests after it would only hang too.
+      var completed = false
+      defer { if !completed { aCallNeverReturned.withLock { $0 = true } } }
       // An earlier test already found a call that never returns; this one would hang too.
       if aCallNeverReturned.value { return }
       let producers = 8
@@ -521,12 +538,16 @@ struct BuildAChannelTests {
           everything.sorted() == sent,
           "round \(round): the elements received differ from those sent")
       }
+      completed = true
     }
 
     @Test(
       "Cancelling senders and receivers at random loses and duplicates nothing",
       arguments: [0, 4])
     func randomCancellation(capacity: Int) async throws {
+      // If it stops early (a deadline passed), the tests after it would only hang too.
+      var completed = false
+      defer { if !completed { aCallNeverReturned.withLock { $0 = true } } }
       // An earlier test already found a call that never returns; this one would hang too.
       if aCallNeverReturned.value { return }
       guard try await resumesOutsideTheLock() else { return }
@@ -591,6 +612,7 @@ struct BuildAChannelTests {
           }
         }
       }
+      completed = true
     }
   }
 }
