@@ -29,7 +29,7 @@ private struct StoppedEarly: Error {}
 /// instead, or never sleeps on `clock`, records why and throws: a retry that never waits,
 /// waits on another clock, or blocks its thread is the bug to show.
 private func asleep(
-  _ clock: ManualClock, _ retry: Task<String, any Error>, on executor: WatchedExecutor,
+  _ clock: ManualClock, _ retry: Task<String, any Error>, on executor: OneThreadExecutor,
   after attempt: Int, sleepers: Int = 1, sourceLocation: SourceLocation = #_sourceLocation
 ) async throws {
   let ended = Locked<Result<String, any Error>?>(nil)
@@ -51,7 +51,7 @@ private func asleep(
     Issue.record(
       "retrying(…) \(outcome) after attempt \(attempt), instead of waiting on the clock",
       sourceLocation: sourceLocation)
-  } else if executor.isBlocked(for: .milliseconds(500)) {
+  } else if (executor.currentJobAge ?? .zero) >= .milliseconds(500) {
     Issue.record(
       """
       retrying(…) blocked its thread instead of suspending after attempt \(attempt) \
@@ -98,7 +98,7 @@ struct InjectedClockTests {
   func waitsAndDoubles() async throws {
     let clock = ManualClock()
     let calls = Locked(0)
-    let executor = WatchedExecutor()
+    let executor = OneThreadExecutor()
     let retry = Task(executorPreference: executor) {
       try await retrying(
         attempts: 4, firstDelay: .seconds(1), clock: clock,
@@ -133,7 +133,7 @@ struct InjectedClockTests {
   func givesUp() async throws {
     let clock = ManualClock()
     let calls = Locked(0)
-    let executor = WatchedExecutor()
+    let executor = OneThreadExecutor()
     let retry = Task(executorPreference: executor) {
       try await retrying(
         attempts: 3, firstDelay: .milliseconds(500), clock: clock,
@@ -160,7 +160,7 @@ struct InjectedClockTests {
   func cancellationEndsTheWait() async throws {
     let clock = ManualClock()
     let calls = Locked(0)
-    let executor = WatchedExecutor()
+    let executor = OneThreadExecutor()
     let retry = Task(executorPreference: executor) {
       try await retrying(
         attempts: 5, firstDelay: .seconds(30), clock: clock,
@@ -190,7 +190,7 @@ struct InjectedClockTests {
     let clock = ManualClock()
     let fast = Locked(0)
     let slow = Locked(0)
-    let executor = WatchedExecutor()
+    let executor = OneThreadExecutor()
     let first = Task(executorPreference: executor) {
       try await retrying(
         attempts: 2, firstDelay: .seconds(1), clock: clock, flaky(failures: 1, calls: fast))
