@@ -1,3 +1,4 @@
+import Foundation
 import LegacyKit
 import Synchronization
 import Testing
@@ -32,7 +33,7 @@ struct ResumeOnceTests {
       scale.callbacksDelivered == script.times
     }
 
-    #expect(weight == 71.5)
+    #expect(weight == 71.5, "weigh(on:) must return the first reading, not a repeat")
     #expect(scale.measurements == 1)
   }
 
@@ -98,8 +99,10 @@ struct ResumeOnceTests {
       return (value, accepted)
     }
 
-    #expect(value == 1)
-    #expect(accepted == [true, false, false])
+    #expect(value == 1, "the first resume must win: the continuation got another value")
+    #expect(
+      accepted == [true, false, false],
+      "resume must return true to the first call only, and false to every later one")
   }
 
   @Test("An error can win too, and a value sent after it is ignored")
@@ -120,8 +123,74 @@ struct ResumeOnceTests {
       }
     }
 
-    #expect(throws: ScaleError.notSteady) { try outcome.get() }
-    #expect(accepted == [true, false])
+    #expect(throws: ScaleError.notSteady, "the first resume, an error, must win") {
+      try outcome.get()
+    }
+    #expect(
+      accepted == [true, false],
+      "resume must return true to the first call only, and false to every later one")
+  }
+
+  @Test(
+    "While the winner is still inside resume, the other callers already find it taken, 50 rounds"
+  )
+  func othersCallWhileTheWinnerResumes() async throws {
+    // The waiting task prefers a ResumeGate, so the first resume to reach the continuation
+    // is held inside `resume` until every other racer has returned. A wrapper that checks,
+    // resumes and only then marks itself resumed lets a second racer through here every
+    // round: the race is forced, whatever the number of cores or the load.
+    let rounds = 50
+    let racers = 3
+    var badRounds: [String] = []
+
+    for round in 0..<rounds {
+      let gate = ResumeGate()
+      let race = Race()
+      let barrier = Barrier(racers)
+      let value = try await withDeadline(
+        .seconds(3), "a continuation wrapped in ResumeOnce", hint: Self.hint
+      ) {
+        await withTaskExecutorPreference(gate) {
+          await withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
+            let once = ResumeOnce(continuation)
+            gate.arm { race.returned >= racers - 1 }
+            for racer in 0..<racers {
+              Thread {
+                // Until this job ends, the task has not suspended yet, and a resume would
+                // not go through the gate.
+                gate.waitForJobs(1)
+                barrier.arriveAndWait()
+                if once.resume(returning: racer) { race.won(by: racer) }
+                race.returnedOne(of: racers)
+              }.start()
+            }
+          }
+        }
+      }
+      try await withDeadline(
+        .seconds(2), "the racing threads to return",
+        hint: "resume(returning:) blocks, for example waiting for a lock it already holds"
+      ) {
+        await race.allFinished()
+      }
+
+      let winners = race.winners
+      if winners != [value] {
+        badRounds.append("round \(round): resumed with \(value), true returned to \(winners)")
+      } else if gate.held != 1 {
+        Issue.record("round \(round): the test could not hold the winner inside resume")
+        break
+      }
+    }
+
+    #expect(
+      badRounds.isEmpty,
+      """
+      while the winning call was still inside resume, another call also got true: the \
+      wrapper must mark itself resumed (take the continuation) before it resumes, in the \
+      same locked step as the check; \(badRounds.count) of \(rounds) rounds went wrong, \
+      first: \(badRounds.prefix(3).joined(separator: "; "))
+      """)
   }
 
   @Test("Thousands of rounds of threads racing to resume: exactly one wins every round")
@@ -171,6 +240,7 @@ struct ResumeOnceTests {
 private final class Race: Sendable {
   private struct State {
     var winners: [Int] = []
+    var returned = 0
     var finished = false
     var waiter: CheckedContinuation<Void, Never>?
   }
@@ -182,6 +252,18 @@ private final class Race: Sendable {
 
   func won(by racer: Int) {
     state.withLock { $0.winners.append(racer) }
+  }
+
+  /// How many racers have returned from resume.
+  var returned: Int { state.withLock { $0.returned } }
+
+  /// One of `count` racers has returned from resume; the last one finishes the race.
+  func returnedOne(of count: Int) {
+    let last = state.withLock { state in
+      state.returned += 1
+      return state.returned == count
+    }
+    if last { finish() }
   }
 
   /// Called once every racer has returned.
