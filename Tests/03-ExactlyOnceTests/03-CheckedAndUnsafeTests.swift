@@ -46,7 +46,7 @@ struct CheckedAndUnsafeTests {
     #expect(
       handedOut == checking,
       """
-      asked for .\(checking), withBridgeContinuation handed body a .\(handedOut) \
+      asked for \(checking), withBridgeContinuation handed body a \(handedOut) \
       continuation: switch over `checking`
       """)
   }

@@ -157,6 +157,41 @@ struct CancellationTests {
       "the cancel never reached the DownloadTask: the download is still running")
   }
 
+  @Test(
+    "A cancel from another thread while the downloader's reply is resuming the task gets through"
+  )
+  func cancelWhileTheReplyResumes() async throws {
+    // withCancellationRacingResume cancels the task from a third thread at the moment the
+    // downloader's reply, on its own thread, is inside resume. If that resume runs while
+    // holding a lock that onCancel takes, onCancel waits for the lock while the runtime's
+    // cancel holds the task's status lock: a deadlock in a real program, a failure naming
+    // it here.
+    for delay in [20, 50, 100, 200, 400] {
+      let downloader = Self.makeDownloader(delivery: .later(.milliseconds(delay)))
+      let (outcome, raced) = try await withCancellationRacingResume(
+        .seconds(3), "download(_:with:)", hint: Self.hint
+      ) {
+        let outcome: Result<Data, any Error>
+        do {
+          outcome = .success(try await download(Self.report, with: downloader))
+        } catch {
+          outcome = .failure(error)
+        }
+        return (outcome, Task.isCancelled)
+      }
+      switch outcome {
+      case .success(let data):
+        #expect(data == Self.reportData)
+      case .failure(let error):
+        #expect(error is CancellationError, "\(Self.throwsCancellationError); got \(error)")
+      }
+      // Cancelled means the probe ran inside the reply's resume; otherwise the reply came
+      // before the task had suspended, so try again with a later one.
+      if raced { return }
+    }
+    Issue.record("the test could not cancel the task while the downloader's reply resumed it")
+  }
+
   @Test("Cancelling after the file arrived is harmless")
   func cancellingAfterCompletion() async throws {
     let downloader = Self.makeDownloader(delivery: .default)

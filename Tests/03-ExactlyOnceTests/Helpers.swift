@@ -15,6 +15,7 @@ final class ResumeGate: TaskExecutor, Sendable {
     var jobsFinished = 0
     var hold: (@Sendable () -> Bool)?
     var held = 0
+    var timedOut = 0
   }
 
   private let queue = DispatchQueue(label: "ResumeGate")
@@ -24,6 +25,9 @@ final class ResumeGate: TaskExecutor, Sendable {
   var jobsFinished: Int { state.withLock { $0.jobsFinished } }
   /// How many resumes were held up.
   var held: Int { state.withLock { $0.held } }
+  /// How many held resumes were let go because the condition still did not hold after a
+  /// second: the other callers were stuck behind the one inside `resume`.
+  var timedOut: Int { state.withLock { $0.timedOut } }
 
   /// Holds up the next enqueue (the next resume of the waiting task) until `condition`
   /// holds, for at most one second.
@@ -53,7 +57,13 @@ final class ResumeGate: TaskExecutor, Sendable {
     if let hold {
       let clock = ContinuousClock()
       let deadline = clock.now.advanced(by: .seconds(1))
-      while !hold() && clock.now < deadline { usleep(50) }
+      while !hold() {
+        guard clock.now < deadline else {
+          state.withLock { $0.timedOut += 1 }
+          break
+        }
+        usleep(50)
+      }
     }
     queue.async {
       job.runSynchronously(on: self.asUnownedTaskExecutor())
