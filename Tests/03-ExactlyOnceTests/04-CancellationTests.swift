@@ -104,7 +104,8 @@ struct CancellationTests {
     }
     #expect(
       downloader.downloadsRunning == 0,
-      "the cancel never reached the DownloadTask: a download started after the cancel must be cancelled")
+      "the cancel never reached the DownloadTask: a download started after the cancel must be cancelled"
+    )
     #expect(downloader.downloadsStarted == downloader.downloadsCancelled)
   }
 
