@@ -119,7 +119,7 @@ struct TimeoutsTests {
         try await operation.run(for: .seconds(10), returning: 42)
       }
     }
-    await eventually("the operation and the timer to start") {
+    await eventually("the operation and the timer (sleeping on the clock passed in) to start") {
       operation.started == 1 && clock.sleepsStarted == 1
     }
 
@@ -156,7 +156,7 @@ struct TimeoutsTests {
           for: .seconds(10), returning: 42, whenCancelled: .throwsAfter(.milliseconds(200)))
       }
     }
-    await eventually("the operation and the timer to start") {
+    await eventually("the operation and the timer (sleeping on the clock passed in) to start") {
       operation.started == 1 && clock.sleepsStarted == 1
     }
 
@@ -243,6 +243,12 @@ struct TimeoutsTests {
           "round \(round): the limit passed, so withTimeout must throw TimeoutError; got \(value)")
       } catch is TimeoutError {
         #expect(!operationWins, "round \(round): the operation finished first and should have won")
+      } catch {
+        let expected =
+          operationWins
+          ? "the operation finished first and should have won"
+          : "the limit passed, so withTimeout must throw TimeoutError"
+        Issue.record("round \(round): \(expected); got \(error)")
       }
       #expect(operation.running == 0, "round \(round): the operation was \(Self.stillRunning)")
       #expect(clock.sleepsRunning == 0, "round \(round): the timer was \(Self.stillRunning)")
