@@ -8,7 +8,7 @@ import Foundation
 /// takes a script so tests can make it behave each of those ways.
 public struct CallbackScript: Sendable, CustomStringConvertible {
   /// Where the callback runs relative to the call that asked for it.
-  public enum Timing: Sendable {
+  public enum Timing: Sendable, Equatable {
     /// Inside the call, on the caller's thread, before the call returns.
     case synchronously
     /// Soon, on a background queue: a different thread from the caller.
@@ -18,6 +18,16 @@ public struct CallbackScript: Sendable, CustomStringConvertible {
     /// Handed to a scheduler the test chooses, e.g. a test's one-thread executor, so the
     /// callback waits behind whatever runs there (as a callback on the main queue does).
     case scheduled(CallbackScheduler)
+
+    /// Schedulers are told apart by name.
+    public static func == (lhs: Timing, rhs: Timing) -> Bool {
+      switch (lhs, rhs) {
+      case (.synchronously, .synchronously), (.onBackgroundQueue, .onBackgroundQueue): true
+      case (.after(let a), .after(let b)): a == b
+      case (.scheduled(let a), .scheduled(let b)): a.name == b.name
+      default: false
+      }
+    }
   }
 
   public var timing: Timing

@@ -193,6 +193,29 @@ public func withCancellationRacingResume<T: Sendable>(
   return try result.get()
 }
 
+/// Cancels `task` from a thread of its own and waits up to `patience` for `cancel()` to
+/// return; returns false, after recording the cause, when it does not.
+///
+/// For tests that race cancellations against resumes many times over: with a resume made
+/// under the lock that `onCancel` takes, the race can deadlock for good, and a `cancel()`
+/// called on the test's own thread would then hang the test until the runner's time limit.
+@discardableResult
+public func cancelOrReportLockedResume<Success, Failure>(
+  _ task: Task<Success, Failure>, _ operationName: String, patience: Duration = .seconds(1),
+  sourceLocation: SourceLocation = #_sourceLocation
+) -> Bool {
+  let cancelled = DispatchSemaphore(value: 0)
+  Thread.detachNewThread {
+    task.cancel()
+    cancelled.signal()
+  }
+  guard cancelled.wait(timeout: .now() + patience.timeInterval) == .timedOut else { return true }
+  Issue.record(
+    Comment(rawValue: lockHeldResumeMessage(operationName, patience: patience)),
+    sourceLocation: sourceLocation)
+  return false
+}
+
 /// What the learner did when a cancellation could not get past their lock during a resume.
 func lockHeldResumeMessage(_ operationName: String, patience: Duration) -> String {
   "\(operationName) resumed its continuation while holding the lock that its onCancel "

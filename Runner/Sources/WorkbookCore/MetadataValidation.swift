@@ -15,7 +15,7 @@ public struct CheckResult: Sendable, Equatable {
 
 /// Checks workbook.json against the package and the files on disk.
 public enum MetadataValidator {
-  /// The `("01-Callbacks", "Callbacks")` pairs of the `chapters` list in Package.swift,
+  /// The `("01-Callbacks", "Callbacks", …)` entries of the `chapters` list in Package.swift,
   /// read as text (evaluating the manifest would need the toolchain and the environment).
   public static func packageChapters(_ manifest: String) -> [(folder: String, module: String)] {
     guard let start = manifest.range(of: "let chapters"),
@@ -36,7 +36,8 @@ public enum MetadataValidator {
       }
     }
     let body = manifest[open..<close]
-    let pair = #/\(\s*"(?<folder>[^"]+)"\s*,\s*"(?<module>[^"]+)"\s*\)/#
+    // `("01-Callbacks", "Callbacks")`, or with more after the module (the modules it uses).
+    let pair = #/\(\s*"(?<folder>[^"]+)"\s*,\s*"(?<module>[^"]+)"\s*(?:\)|,)/#
     return body.matches(of: pair).map { (String($0.output.folder), String($0.output.module)) }
   }
 

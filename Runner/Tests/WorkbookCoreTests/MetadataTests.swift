@@ -71,6 +71,18 @@ import Testing
     #expect(pairs.map(\.module) == ["Callbacks", "Delegates"])
   }
 
+  @Test func readsChapterEntriesThatAlsoListTheModulesTheyUse() {
+    let manifest = """
+      let chapters: [(folder: String, module: String, uses: [String])] = [
+        ("01-Callbacks", "Callbacks", ["LegacyKit"]),
+        ("05-Futures", "Futures", ["CoroutineKit", "LegacyKit"]),
+      ]
+      """
+    let pairs = MetadataValidator.packageChapters(manifest)
+    #expect(pairs.map(\.folder) == ["01-Callbacks", "05-Futures"])
+    #expect(pairs.map(\.module) == ["Callbacks", "Futures"])
+  }
+
   @Test func flagsChaptersThatDisagreeWithPackageSwift() throws {
     let workbook = try MetadataLoader.decode(Data(Self.minimal.utf8))
     let manifest = #"let chapters: [(folder: String, module: String)] = [("01-Other", "Other")]"#
