@@ -17,7 +17,7 @@ CHAPTER ?=
 EXERCISE ?=
 SELECT = $(if $(CHAPTER),--chapter $(CHAPTER)) $(if $(EXERCISE),--exercise $(EXERCISE))
 
-.PHONY: help check hint watch test tsan verify mistakes fingerprint lint print-lint-paths format docs docs-preview docs-check listings bench clean server clipper
+.PHONY: help check hint watch status test tsan verify mistakes fingerprint lint print-lint-paths format docs docs-preview docs-check listings bench clean server clipper
 
 help: ## List the targets
 	@echo "Swift Concurrency workbook"
@@ -25,6 +25,7 @@ help: ## List the targets
 	@echo "  make check CHAPTER=1     grade chapter 1 (omit CHAPTER for every chapter; EXERCISE=1.3 for one)"
 	@echo "  make hint EXERCISE=1.3   show the next hint for exercise 1.3"
 	@echo "  make watch [CHAPTER=1]   re-grade whenever a file under Chapters/ changes"
+	@echo "  make status [CHAPTER=1]  each exercise's last verdict, without grading"
 	@echo "  make test                lint, runner and support tests, docs, tsan, verify (what CI runs)"
 	@echo "  make tsan                the solutions' tests under Thread Sanitizer; fails on any report"
 	@echo "  make verify              check metadata; solutions pass; starters fail as expected"
@@ -54,6 +55,9 @@ hint: $(WORKBOOK) ## Show the next hint
 
 watch: $(WORKBOOK) ## Re-grade on every save
 	@WORKBOOK_MAKE=1 $(WORKBOOK) watch $(if $(CHAPTER),--chapter $(CHAPTER))
+
+status: $(WORKBOOK) ## Last verdicts, without grading
+	@WORKBOOK_MAKE=1 $(WORKBOOK) status $(if $(CHAPTER),--chapter $(CHAPTER)) || true
 
 verify: $(WORKBOOK) ## Developer check
 	@$(WORKBOOK) verify $(if $(CHAPTER),--chapter $(CHAPTER))
@@ -122,10 +126,16 @@ server: ## Run the chat server on 127.0.0.1
 # the answers with SOURCE=solutions), in a build folder of its own. Give the server's port.
 NAME ?=
 SOURCE ?=
-clipper: ## Chat through the server: make clipper NAME=alice PORT=4000
+clipper: $(WORKBOOK) ## Chat through the server: make clipper NAME=alice PORT=4000
 	@test -n "$(NAME)" || { echo "make: say who you are: make clipper NAME=alice PORT=4000" >&2; exit 2; }
 	@test "$(PORT)" != 0 || { echo "make: give the server's port: make clipper NAME=$(NAME) PORT=4000" >&2; exit 2; }
 	@mkdir -p .build-clipper
+	@if [ "$(SOURCE)" != solutions ] && ! $(WORKBOOK) status --chapter 8 > .build-clipper/status.txt 2>&1 \
+	  && grep -q "not started" .build-clipper/status.txt; then \
+	  echo "clipper: your Chapter 8 is not finished; these exercises are still as shipped:" >&2; \
+	  grep "not started" .build-clipper/status.txt >&2; \
+	  echo "finish them (make check CHAPTER=8 grades them), or run the reference client:" >&2; \
+	  echo "  make clipper NAME=$(NAME) PORT=$(PORT) SOURCE=solutions" >&2; exit 2; fi
 	@echo "building clipper…" >&2
 	@WORKBOOK_CHAPTER=8 WORKBOOK_SOURCE=$(SOURCE) swift build --scratch-path .build-clipper --product clipper \
 	  > .build-clipper/make-clipper.log 2>&1 \

@@ -36,6 +36,15 @@ do {
 } catch ClipperError.serverGone {
   FileHandle.standardError.write(Data("clipper: the server went away\n".utf8))
   exit(1)
+} catch  where "\(type(of: error))" == "Unfinished" {
+  // The starters' placeholder: part of Chapter 8 is not written yet.
+  FileHandle.standardError.write(
+    Data(
+      ("clipper: part of your Chapter 8 still throws the starter's Unfinished() placeholder; "
+        + "`make check CHAPTER=8` shows which exercises are unfinished, and "
+        + "`make clipper NAME=\(arguments[0]) PORT=\(port) SOURCE=solutions` runs the "
+        + "reference client\n").utf8))
+  exit(1)
 } catch {
   FileHandle.standardError.write(Data("clipper: \(error)\n".utf8))
   exit(1)

@@ -28,6 +28,8 @@ public enum App {
         return try mistakes(invocation, root: root, terminal: terminal)
       case .watch:
         return try watch(invocation, root: root, terminal: terminal)
+      case .status:
+        return try status(invocation, root: root)
       }
     } catch .interrupted {
       // The interrupt handler stops the children, says so, and exits; report nothing.
@@ -36,6 +38,39 @@ public enum App {
       Output.err(error.description)
       return error.exitStatus
     }
+  }
+
+  // MARK: status
+
+  /// Each exercise's standing without grading anything: "not started" for a file still as
+  /// shipped, otherwise the verdict of its last check (or "not checked yet").
+  static func status(_ invocation: Invocation, root: URL) throws(WorkbookError) -> Int32 {
+    let workbook = try MetadataLoader.load(root: root)
+    let selection = try select(invocation, in: workbook)
+    let progress = ProgressStore(root: root).load()
+    var allPassed = true
+    for (chapter, exercises) in selection {
+      Output.out("Chapter \(chapter.number) · \(chapter.title)")
+      let width = exercises.map(\.name.count).max() ?? 0
+      for exercise in exercises {
+        let untouched =
+          Digest.ofFile(root.appendingPathComponent(chapter.starterPath(exercise)))
+          == exercise.starterDigest
+        let last = progress.exercises[exercise.id]?.verdict
+        let standing: String
+        if untouched {
+          standing = "not started (the file is as shipped)"
+        } else if let last {
+          standing = "\(last.rawValue) at its last check"
+        } else {
+          standing = "not checked yet"
+        }
+        if untouched || last != .passed { allPassed = false }
+        let name = exercise.name.padding(toLength: width, withPad: " ", startingAt: 0)
+        Output.out("  \(exercise.id)  \(name)  \(standing)")
+      }
+    }
+    return allPassed ? 0 : 1
   }
 
   // MARK: check

@@ -3,7 +3,7 @@ import Foundation
 /// A parsed command line.
 public struct Invocation: Equatable, Sendable {
   public enum Command: String, Equatable, Sendable, CaseIterable {
-    case check, hint, watch, verify, mistakes, fingerprint, help
+    case check, hint, watch, status, verify, mistakes, fingerprint, help
   }
 
   public var command: Command
@@ -30,6 +30,9 @@ public enum ArgumentParser {
       hint ID            show the next hint for an exercise, e.g. workbook hint 1.3
       watch [--chapter N]
                          re-grade when a file under Chapters/ changes (Ctrl-C stops)
+      status [--chapter N]
+                         each exercise's last verdict, without grading; exit status 0
+                         only when every one passed at its last check
       verify [--chapter N]
                          developer check: metadata, solutions pass, starters fail as expected,
                          then the mistakes and alternatives (as `mistakes` does)
@@ -50,6 +53,7 @@ public enum ArgumentParser {
     .check: ["--chapter", "--exercise", "--json", "--timeout", "--jobs"],
     .hint: ["--exercise"],
     .watch: ["--chapter", "--timeout", "--jobs"],
+    .status: ["--chapter"],
     .verify: ["--chapter", "--timeout", "--jobs"],
     .mistakes: ["--chapter", "--exercise", "--timeout", "--jobs"],
     .fingerprint: [],
