@@ -36,7 +36,7 @@ do {
 } catch ClipperError.serverGone {
   FileHandle.standardError.write(Data("clipper: the server went away\n".utf8))
   exit(1)
-} catch  where "\(type(of: error))" == "Unfinished" {
+} catch let error where "\(type(of: error))" == "Unfinished" {
   // The starters' placeholder: part of Chapter 8 is not written yet.
   FileHandle.standardError.write(
     Data(
