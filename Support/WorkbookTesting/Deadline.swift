@@ -75,7 +75,7 @@ public func withDeadline<T: Sendable>(
       "\(neverResumedMarker) \(operationName) did not finish within \(describe(limit)). "
       + "Likely cause: \(hint)."
   }
-  Issue.record(Comment(rawValue: message), sourceLocation: sourceLocation)
+  Findings.record(message, at: sourceLocation)
   throw DeadlineExceeded(description: message)
 }
 
@@ -116,4 +116,18 @@ private func explainThrown(_ error: any Error, _ operationName: String, _ hint: 
     .map { $0.replacingOccurrences(of: "\n", with: " ").replacingOccurrences(of: "\t", with: " ") }
   let line = "\(thrownMarker) \(fields.joined(separator: "\t"))\n"
   FileHandle.standardError.write(Data(line.utf8))
+}
+
+/// Where the helpers' findings go: an issue for the test that is running, unless a test of
+/// these helpers captures them to check their words (so that its run prints no failure).
+enum Findings {
+  @TaskLocal static var captured: Locked<[String]>?
+
+  static func record(_ message: String, at sourceLocation: SourceLocation) {
+    if let captured {
+      captured.withLock { $0.append(message) }
+    } else {
+      Issue.record(Comment(rawValue: message), sourceLocation: sourceLocation)
+    }
+  }
 }

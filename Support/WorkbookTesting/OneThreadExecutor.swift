@@ -185,9 +185,8 @@ public func withCancellationRacingResume<T: Sendable>(
     }
   })
   if blocked.load(ordering: .relaxed) {
-    Issue.record(
-      Comment(rawValue: lockHeldResumeMessage(operationName, patience: patience)),
-      sourceLocation: sourceLocation)
+    Findings.record(
+      lockHeldResumeMessage(operationName, patience: patience), at: sourceLocation)
   }
   if case .failure = result { task.cancel() }
   return try result.get()
@@ -210,9 +209,8 @@ public func cancelOrReportLockedResume<Success, Failure>(
     cancelled.signal()
   }
   guard cancelled.wait(timeout: .now() + patience.timeInterval) == .timedOut else { return true }
-  Issue.record(
-    Comment(rawValue: lockHeldResumeMessage(operationName, patience: patience)),
-    sourceLocation: sourceLocation)
+  Findings.record(
+    lockHeldResumeMessage(operationName, patience: patience), at: sourceLocation)
   return false
 }
 

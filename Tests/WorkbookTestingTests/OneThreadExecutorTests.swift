@@ -3,11 +3,13 @@ import Foundation
 import LegacyKit
 import Synchronization
 import Testing
-import WorkbookTesting
+
+@testable import WorkbookTesting
 
 /// The probes that tell suspending from blocking and find a resume made under the lock that
-/// `onCancel` takes. Each is tried on a correct bridge (no issue) and on the mistake it is
-/// there to catch (the issue it records, with the words the learner will read).
+/// `onCancel` takes. Each is tried on a correct bridge (no finding) and on the mistake it is
+/// there to catch (the finding it records, with the words the learner will read). Findings
+/// are captured here rather than recorded, so a passing run prints no failure.
 @Suite("OneThreadExecutor and the probes built on it")
 struct OneThreadExecutorTests {
   @Test("A bridge that suspends runs in two jobs, and its callback runs on the same thread")
@@ -30,21 +32,25 @@ struct OneThreadExecutorTests {
     let executor = OneThreadExecutor()
     let greeter = Greeter(script: .onThreadOf(executor))
 
-    try await withKnownIssue {
-      _ = try await withDeadline(.seconds(1), "greeting", on: executor) {
-        let done = DispatchSemaphore(value: 0)
-        let received = Locked<String?>(nil)
-        greeter.greet("Ada") { greeting in
-          received.withLock { $0 = greeting }
-          done.signal()
+    let findings = await capturingFindings {
+      await #expect(throws: DeadlineExceeded.self) {
+        try await withDeadline(.seconds(1), "greeting", on: executor) {
+          let done = DispatchSemaphore(value: 0)
+          let received = Locked<String?>(nil)
+          greeter.greet("Ada") { greeting in
+            received.withLock { $0 = greeting }
+            done.signal()
+          }
+          done.wait()
+          return received.value
         }
-        done.wait()
-        return received.value
       }
-    } matching: { issue in
-      // The recorded issue, and the error that stops the test after it.
-      says(issue, "blocked its thread instead of suspending")
     }
+
+    #expect(findings.count == 1)
+    #expect(findings.first?.hasPrefix("greeting blocked its thread instead of suspending") == true)
+    #expect(
+      findings.first?.contains(neverResumedMarker) == false, "blocking is a failure, not a hang")
   }
 
   @Test("A polling loop runs many jobs while a late callback is held back")
@@ -72,20 +78,51 @@ struct OneThreadExecutorTests {
 
   @Test("Resuming under the lock that onCancel takes is reported, naming that lock")
   func resumeUnderTheLock() async throws {
-    try await withKnownIssue {
-      _ = try await withCancellationRacingResume(.seconds(2), "wait()") {
+    let findings = await capturingFindings {
+      _ = try? await withCancellationRacingResume(.seconds(2), "wait()") {
         try await CancellableWait().wait(resumingUnderLock: true)
       }
-    } matching: { issue in
-      says(issue, "while holding the lock that its onCancel handler takes")
     }
+
+    #expect(findings.count == 1)
+    #expect(
+      findings.first?.hasPrefix(
+        "wait() resumed its continuation while holding the lock that its onCancel handler takes"
+      ) == true)
+  }
+
+  @Test("A cancel stuck behind the lock is reported instead of hanging the test")
+  func cancelStuckBehindTheLock() async throws {
+    // onCancel waits for the gate, as it would for a lock held during a resume.
+    let gate = DispatchSemaphore(value: 0)
+    let started = Locked(false)
+    let task = Task {
+      await withTaskCancellationHandler {
+        started.withLock { $0 = true }
+        try? await Task.sleep(for: .seconds(5))
+      } onCancel: {
+        gate.wait()
+      }
+    }
+    await eventually("the task to be inside its cancellation handler") { started.value }
+
+    let findings = await capturingFindings {
+      cancelOrReportLockedResume(task, "sleep()", patience: .milliseconds(200))
+    }
+    gate.signal()
+
+    #expect(findings.count == 1)
+    #expect(findings.first?.hasPrefix("sleep() resumed its continuation while holding") == true)
   }
 }
 
-/// True if the issue's comments, or the error it caught, contain `words`.
-private func says(_ issue: Issue, _ words: String) -> Bool {
-  if case .errorCaught(let error) = issue.kind, "\(error)".contains(words) { return true }
-  return issue.comments.contains { $0.rawValue.contains(words) }
+/// What the helpers found while `body` ran, instead of issues for this test.
+private func capturingFindings(
+  _ body: () async throws -> Void
+) async rethrows -> [String] {
+  let captured = Locked<[String]>([])
+  try await Findings.$captured.withValue(captured) { try await body() }
+  return captured.value
 }
 
 /// A cancellable wait resumed from a background queue, with its continuation behind a lock.
