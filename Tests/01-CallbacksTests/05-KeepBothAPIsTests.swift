@@ -47,13 +47,19 @@ struct KeepBothAPIsTests {
     let expected: WeatherStationError = online ? .unknownCity("Atlantis") : .offline
 
     // The station's own error, unchanged: callers may already switch over its cases.
-    await #expect(throws: expected) {
-      try await withDeadline(
-        .seconds(2), "currentReading(for:)",
-        hint: "the completion handler's failure path never resumes the continuation"
-      ) {
-        try await station.currentReading(for: "Atlantis")
+    await expectThrows(
+      expected, from: "currentReading(for:)",
+      hint: "the completion handler's failure path never resumes the continuation",
+      returned: { reading in
+        "currentReading(for:) returned \(reading) although the station reported \(expected): "
+          + "throw the station's own error instead of returning a placeholder"
+      },
+      wrongError: { error in
+        "currentReading(for:) threw \(error), not the station's own error \(expected): "
+          + "callers already switch over WeatherStationError, so pass it on unchanged"
       }
+    ) {
+      try await station.currentReading(for: "Atlantis")
     }
   }
 
@@ -62,13 +68,16 @@ struct KeepBothAPIsTests {
     let station = WeatherStation(readings: Self.readings, script: script)
 
     let viaCallback = try await callbackReading(for: "Perth", from: station)
-    let viaAsync = try await withDeadline(.seconds(2), "currentReading(for:)") {
+    let viaAsync = try await withDeadline(
+      .seconds(2), "currentReading(for:)",
+      hint: "the completion handler's success path never resumes the continuation"
+    ) {
       try await station.currentReading(for: "Perth")
     }
     let viaCallbackAgain = try await callbackReading(for: "Perth", from: station)
 
-    #expect(try viaCallback.get() == viaAsync)
-    #expect(try viaCallbackAgain.get() == viaAsync)
+    #expect(try viaCallback.get() == viaAsync, "the async API must return the station's reading")
+    #expect(try viaCallbackAgain.get() == viaAsync, "the async API must return the station's reading")
     #expect(station.requestCount == 3, "each call, through either API, is one request")
   }
 
@@ -76,7 +85,10 @@ struct KeepBothAPIsTests {
   func existingCallSiteStillWorks() async throws {
     let station = WeatherStation(readings: Self.readings)
     func describe(_ city: String) async throws -> String {
-      try await withDeadline(.seconds(2), "describeWeather(in:from:completion:)") {
+      try await withDeadline(
+        .seconds(2), "describeWeather(in:from:completion:)",
+        hint: "the existing callback call site no longer calls its completion handler"
+      ) {
         await withCheckedContinuation { continuation in
           describeWeather(in: city, from: station) { continuation.resume(returning: $0) }
         }
@@ -84,7 +96,10 @@ struct KeepBothAPIsTests {
     }
 
     #expect(try await describe("Oslo") == "Oslo: -3.5 °C")
-    let reading = try await withDeadline(.seconds(2), "currentReading(for:)") {
+    let reading = try await withDeadline(
+      .seconds(2), "currentReading(for:)",
+      hint: "the completion handler's success path never resumes the continuation"
+    ) {
       try await station.currentReading(for: "Oslo")
     }
     #expect(reading.description == "Oslo: -3.5 °C", "both APIs should report the same reading")
