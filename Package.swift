@@ -18,7 +18,7 @@
 //                               chapter's other exercises can still be graded
 //
 // The support targets (Support/) are always included; their own tests (CoroutineKitTests,
-// ChatKitTests) only when no single chapter is chosen, so grading a chapter never builds
+// ChatKitTests, WorkbookTestingTests) only when no single chapter is chosen, so grading a chapter never builds
 // (or trips over) them.
 //
 // Keep `chapters` in step with workbook.json; `make test` checks that they agree.
@@ -54,6 +54,11 @@ let supportTests: [Target] =
       name: "CoroutineKitTests",
       dependencies: ["CoroutineKit", "WorkbookTesting"],
       path: "Tests/CoroutineKitTests"
+    ),
+    .testTarget(
+      name: "WorkbookTestingTests",
+      dependencies: ["LegacyKit", "WorkbookTesting"],
+      path: "Tests/WorkbookTestingTests"
     ),
     .testTarget(
       name: "ChatKitTests",
@@ -96,6 +101,7 @@ let package = Package(
     // Deadlines and helpers shared by every chapter's tests.
     .target(
       name: "WorkbookTesting",
+      dependencies: ["LegacyKit"],
       path: "Support/WorkbookTesting"
     ),
   ]

@@ -106,8 +106,9 @@ Fix them in docs/Workbook.docc and run 'make docs' again."
   mv "$scratch/site" "$site"
   rm -rf "$scratch"
 
+  # Articles and tutorial pages alike: the same pages that docs-check loads.
   local pages
-  pages="$(find "$site/$landing" -name index.html | wc -l | tr -d ' ')"
+  pages="$(find "$site/$landing" "$site/tutorials" -name index.html 2>/dev/null | wc -l | tr -d ' ')"
   echo "docs: built $pages pages with 0 warnings into ${site#"$root"/}/"
   echo "docs: the site needs a web server (it loads its pages as JSON):"
   echo "      run 'make docs-preview' and open /$landing"

@@ -12,17 +12,29 @@
 #   5. tsan           scripts/tsan.sh: the solutions' tests (every chapter and the support
 #                     modules') under Thread Sanitizer, in .build-tsan; fails on any report
 #   6. verify         workbook verify: metadata, solutions pass, starters get their verdicts
-# It stops at the first stage that fails and exits non-zero; on success the last line is
-# verify's own closing line, "verify: N passed, 0 failed".
+# It stops at the first stage that fails and exits non-zero. Each stage ends with the time it
+# took; verify's closing line, "verify: N passed, 0 failed", is the last count printed.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-stage() { printf '\n\033[1m==> %s\033[0m\n' "$1"; }
-[[ -t 1 && -z "${NO_COLOR:-}" ]] || stage() { printf '\n==> %s\n' "$1"; }
+# Each stage's heading, and the time the stage before it took (SECONDS is bash's clock).
+stage_started=$SECONDS
+stage_name=""
+bold=$'\033[1m' plain=$'\033[0m'
+[[ -t 1 && -z "${NO_COLOR:-}" ]] || bold="" plain=""
+finish_stage() {
+  [[ -z "$stage_name" ]] || printf '%s: %d s\n' "$stage_name" $((SECONDS - stage_started))
+}
+stage() {
+  finish_stage
+  stage_name="${1%% (*}"
+  stage_started=$SECONDS
+  printf '\n%s==> %s%s\n' "$bold" "$1" "$plain"
+}
 fail() {
-  echo "test.sh: stage \"$1\" failed" >&2
+  echo "test.sh: stage \"$1\" failed after $((SECONDS - stage_started)) s" >&2
   exit 1
 }
 
@@ -58,4 +70,11 @@ scripts/tsan.sh || fail tsan
 
 stage "6/6 verify (solutions pass, starters fail as expected)"
 make -s Runner/.build/debug/workbook
-exec Runner/.build/debug/workbook verify
+verify_log="$(mktemp)"
+trap 'rm -f "$verify_log" "${log:-}"' EXIT
+status=0
+Runner/.build/debug/workbook verify | tee "$verify_log" || status=${PIPESTATUS[0]}
+echo "6/6 verify: $((SECONDS - stage_started)) s; make test: $((SECONDS / 60)) min $((SECONDS % 60)) s in all"
+# verify's closing count ("verify: N passed, M failed") again, so it is the last line.
+grep -E '^verify: [0-9]+ passed, [0-9]+ failed$' "$verify_log" | tail -n 1
+exit "$status"

@@ -88,6 +88,8 @@ public final class Battery: @unchecked Sendable {
       queue.async { box.value() }
     case .after(let delay):
       queue.asyncAfter(deadline: .now() + delay.timeInterval) { box.value() }
+    case .scheduled(let scheduler):
+      scheduler.schedule { box.value() }
     }
   }
 }

@@ -8,13 +8,16 @@ import Foundation
 /// takes a script so tests can make it behave each of those ways.
 public struct CallbackScript: Sendable, CustomStringConvertible {
   /// Where the callback runs relative to the call that asked for it.
-  public enum Timing: Sendable, Equatable {
+  public enum Timing: Sendable {
     /// Inside the call, on the caller's thread, before the call returns.
     case synchronously
     /// Soon, on a background queue: a different thread from the caller.
     case onBackgroundQueue
     /// After a delay, on a background queue.
     case after(Duration)
+    /// Handed to a scheduler the test chooses, e.g. a test's one-thread executor, so the
+    /// callback waits behind whatever runs there (as a callback on the main queue does).
+    case scheduled(CallbackScheduler)
   }
 
   public var timing: Timing
@@ -46,6 +49,7 @@ public struct CallbackScript: Sendable, CustomStringConvertible {
     case .synchronously: when = "synchronously"
     case .onBackgroundQueue: when = "on a background queue"
     case .after(let delay): when = "after \(delay)"
+    case .scheduled(let scheduler): when = "on \(scheduler.name)"
     }
     return times == 1 ? "once, \(when)" : "\(times) times, \(when)"
   }
@@ -65,7 +69,24 @@ public struct CallbackScript: Sendable, CustomStringConvertible {
     case .after(let delay):
       DispatchQueue.global().asyncAfter(
         deadline: .now() + delay.timeInterval, execute: repeated)
+    case .scheduled(let scheduler):
+      scheduler.schedule(repeated)
     }
+  }
+}
+
+/// Somewhere a test wants legacy callbacks to run, named for the scripts' descriptions.
+public struct CallbackScheduler: Sendable {
+  /// What the callbacks run on, e.g. "the caller's one thread".
+  public let name: String
+  /// Runs the work later, wherever this scheduler runs work.
+  public let schedule: @Sendable (@escaping @Sendable () -> Void) -> Void
+
+  public init(
+    name: String, schedule: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void
+  ) {
+    self.name = name
+    self.schedule = schedule
   }
 }
 

@@ -141,6 +141,8 @@ public final class GPSReceiver: @unchecked Sendable {
       queue.async { self.report(0, in: current) }
     case .after(let delay):
       queue.asyncAfter(deadline: .now() + delay.timeInterval) { self.report(0, in: current) }
+    case .scheduled(let scheduler):
+      scheduler.schedule { self.report(0, in: current) }
     }
   }
 

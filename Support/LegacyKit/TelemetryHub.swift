@@ -134,6 +134,8 @@ public final class TelemetryHub: @unchecked Sendable {
       queue.asyncAfter(deadline: .now() + delay.timeInterval) {
         self.measure(from: 1, session.value)
       }
+    case .scheduled(let scheduler):
+      scheduler.schedule { self.measure(from: 1, session.value) }
     }
   }
 

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 /// The words that open the issue recorded when a deadline passes.
@@ -24,17 +25,21 @@ public struct DeadlineExceeded: Error, CustomStringConvertible {
 ///     every simulated framework in the workbook.
 ///   - operationName: What was awaited, as the learner would say it, e.g. `"pickImage()"`.
 ///   - hint: The usual cause, e.g. "the cancel path never calls resume".
+///   - executor: Where the operation runs. On a ``OneThreadExecutor`` an operation that
+///     holds its thread at the deadline is reported as blocking instead of suspending
+///     (a failure, not "never resumed"), since that is why it did not finish.
 public func withDeadline<T: Sendable>(
   _ limit: Duration = .seconds(2),
   _ operationName: String,
   hint: String = "a path through your code never resumes its continuation",
+  on executor: OneThreadExecutor? = nil,
   sourceLocation: SourceLocation = #_sourceLocation,
   _ operation: sending @escaping @isolated(any) () async throws -> T
 ) async throws -> T {
   // Whichever of the two tasks reports first wins; the stream keeps only that report.
   let (outcomes, report) = AsyncStream.makeStream(
     of: Result<T, any Error>?.self, bufferingPolicy: .bufferingOldest(1))
-  let work = Task {
+  let work = Task(executorPreference: executor) {
     do {
       report.yield(.success(try await operation()))
     } catch {
@@ -57,20 +62,58 @@ public func withDeadline<T: Sendable>(
     throw CancellationError()
   }
   if let outcome = first {
+    if case .failure(let error) = outcome { explainThrown(error, operationName, hint) }
     return try outcome.get()
   }
 
   work.cancel()
-  let message =
-    "\(neverResumedMarker) \(operationName) did not finish within \(describe(limit)). "
-    + "Likely cause: \(hint)."
+  let message: String
+  if let held = executor?.currentJobAge, held >= limit / 2 {
+    message = blockedMessage(operationName, held: held)
+  } else {
+    message =
+      "\(neverResumedMarker) \(operationName) did not finish within \(describe(limit)). "
+      + "Likely cause: \(hint)."
+  }
   Issue.record(Comment(rawValue: message), sourceLocation: sourceLocation)
   throw DeadlineExceeded(description: message)
 }
 
+/// What the learner did when their function held its one thread until the deadline.
+func blockedMessage(_ operationName: String, held: Duration) -> String {
+  "\(operationName) blocked its thread instead of suspending: it held the only thread it "
+    + "had for \(describe(held, rounded: true)), while the callback it was waiting for was "
+    + "queued behind it on that same thread (as a callback on the main queue would be), so "
+    + "neither could go on. Likely cause: a semaphore, a dispatch group or another blocking "
+    + "wait inside an async function; suspend with a continuation instead, so the thread is "
+    + "free while you wait."
+}
+
 /// "2 seconds" or "1.5 seconds": how a learner would say it, not `Duration`'s "2.0 seconds".
-private func describe(_ limit: Duration) -> String {
+/// `rounded`: to a tenth of a second, for measured durations.
+func describe(_ limit: Duration, rounded: Bool = false) -> String {
   let (seconds, attoseconds) = limit.components
   if attoseconds == 0 { return seconds == 1 ? "1 second" : "\(seconds) seconds" }
-  return "\(Double(seconds) + Double(attoseconds) / 1e18) seconds"
+  let value = Double(seconds) + Double(attoseconds) / 1e18
+  if rounded { return "\((value * 10).rounded() / 10) seconds" }
+  return "\(value) seconds"
+}
+
+/// The words that open the line ``withDeadline(_:_:hint:on:sourceLocation:_:)`` writes to
+/// standard error when the operation throws and the runner asked for explanations:
+/// `workbook-thrown: <test>\t<operation>\t<error>\t<hint>`, one line. Keep the format in step
+/// with the runner's `Classifier`.
+public let thrownMarker = "workbook-thrown:"
+
+/// Tells the runner what the test was about when the operation threw, in case the test did
+/// not expect the error (Swift Testing then says only "Caught error: …"). Only when the
+/// runner set `WORKBOOK_EXPLAIN`: a test may well expect the error, and then it says nothing.
+private func explainThrown(_ error: any Error, _ operationName: String, _ hint: String) {
+  guard ProcessInfo.processInfo.environment["WORKBOOK_EXPLAIN"] != nil,
+    !(error is CancellationError), !(error is DeadlineExceeded), let test = Test.current
+  else { return }
+  let fields = [test.displayName ?? test.name, operationName, String(describing: error), hint]
+    .map { $0.replacingOccurrences(of: "\n", with: " ").replacingOccurrences(of: "\t", with: " ") }
+  let line = "\(thrownMarker) \(fields.joined(separator: "\t"))\n"
+  FileHandle.standardError.write(Data(line.utf8))
 }
