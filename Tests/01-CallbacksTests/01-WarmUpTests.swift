@@ -46,6 +46,21 @@ struct WarmUpTests {
     """
   }
 
+  @Test("Suspends while it waits, so a greeting delivered on its own thread can arrive")
+  func suspendsWhileWaiting() async throws {
+    let executor = OneThreadExecutor()
+    let greeter = Greeter(script: lateOnThreadOf(executor))
+
+    let received = try await expectSuspends(
+      "greeting(for:from:)", hint: Self.hint, on: executor
+    ) {
+      await greeting(for: "Ada", from: greeter)
+    }
+
+    #expect(received == "Hello, Ada!", Self.wrongGreeting(received))
+    #expect(greeter.requestCount == 1, Self.askedAgain(greeter))
+  }
+
   @Test("Asks the greeter exactly once per call", arguments: scripts)
   func asksOnce(script: CallbackScript) async throws {
     let greeter = Greeter(script: script)

@@ -63,6 +63,31 @@ struct ResultCallbackTests {
       sourceLocation: sourceLocation, operation)
   }
 
+  @Test(
+    "Suspends while it waits, so an answer delivered on its own thread can arrive",
+    arguments: [true, false])
+  func suspendsWhileWaiting(recognised: Bool) async throws {
+    let executor = OneThreadExecutor()
+    let classifier = Self.makeClassifier(script: lateOnThreadOf(executor))
+    let image = recognised ? Self.cat : Self.zebra
+
+    let outcome = try await expectSuspends(
+      "classify(_:using:)", hint: recognised ? Self.successHint : Self.failureHint,
+      on: executor
+    ) {
+      do {
+        return Result<String, ClassificationError>.success(
+          try await classify(image, using: classifier))
+      } catch let error as ClassificationError {
+        return .failure(error)
+      }
+    }
+
+    #expect(
+      outcome == (recognised ? .success("cat") : .failure(.unrecognised)),
+      "classify(_:using:) must return the label, or throw the classifier's own error")
+  }
+
   @Test("Asks the classifier exactly once per call", arguments: scripts)
   func asksOnce(script: CallbackScript) async throws {
     let classifier = Self.makeClassifier(script: script)

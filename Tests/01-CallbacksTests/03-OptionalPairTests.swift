@@ -129,6 +129,19 @@ struct OptionalPairTests {
       sourceLocation: sourceLocation, operation)
   }
 
+  @Test("Suspends while it waits, so an answer delivered on its own thread can arrive")
+  func suspendsWhileWaiting() async throws {
+    let executor = OneThreadExecutor()
+    let encoder = AddressEncoder(reply: .value, script: lateOnThreadOf(executor))
+    let log = WarningLog()
+
+    let result = try await expectSuspends(Self.name, hint: Self.valueHint, on: executor) {
+      try await encode(Self.address, using: encoder, reportWarning: log.report)
+    }
+
+    #expect(result == Self.encoded, "a value alone must be returned unchanged")
+  }
+
   @Test("The same encoder can be asked again after an empty reply")
   func reuse() async throws {
     let encoder = AddressEncoder(reply: .neither)

@@ -115,6 +115,20 @@ struct NestedCallbacksTests {
       sourceLocation: sourceLocation, operation)
   }
 
+  @Test("Suspends while it waits for each part, so answers on its own thread can arrive")
+  func suspendsWhileWaiting() async throws {
+    let executor = OneThreadExecutor()
+    let downloader = ImageDownloader(
+      catalogue: Self.catalogue, imageScript: lateOnThreadOf(executor),
+      metadataScript: lateOnThreadOf(executor))
+
+    let item = try await expectSuspends(Self.name, hint: Self.hint, waits: 2, on: executor) {
+      try await loadGalleryItem(Self.sunset, from: downloader)
+    }
+
+    #expect(item == GalleryItem(image: Self.sunsetBytes, metadata: Self.sunsetMetadata))
+  }
+
   @Test("The same downloader loads another item after a failure")
   func reuse() async throws {
     let downloader = ImageDownloader(catalogue: Self.catalogue)

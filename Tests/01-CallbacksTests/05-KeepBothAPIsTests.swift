@@ -63,6 +63,21 @@ struct KeepBothAPIsTests {
     }
   }
 
+  @Test("The async API suspends while it waits, so an answer on its own thread can arrive")
+  func asyncAPISuspends() async throws {
+    let executor = OneThreadExecutor()
+    let station = WeatherStation(readings: Self.readings, script: lateOnThreadOf(executor))
+
+    let reading = try await expectSuspends(
+      "currentReading(for:)",
+      hint: "the completion handler's success path never resumes the continuation", on: executor
+    ) {
+      try await station.currentReading(for: "Oslo")
+    }
+
+    #expect(reading == WeatherReading(city: "Oslo", celsius: -3.5))
+  }
+
   @Test("Old and new call sites agree on the same station", arguments: scripts)
   func bothAPIsAgree(script: CallbackScript) async throws {
     let station = WeatherStation(readings: Self.readings, script: script)
