@@ -1,3 +1,5 @@
+import Dispatch
+import Foundation
 import LegacyKit
 import Testing
 import WorkbookTesting
@@ -51,6 +53,38 @@ struct MainActorIsolationTests {
     // Back on the main actor right after the await: the state must already be updated,
     // not left to a task that may run later.
     #expect(model.steps == 2_048, Self.notShown(model.steps, expected: 2_048))
+  }
+
+  @Test("refresh() leaves the main actor free while it waits for the count")
+  func refreshSuspends() async throws {
+    // The pedometer answers, on a background thread, only once the test lets it (or after
+    // a second, so that a refresh() that blocks the main thread cannot hang the tests).
+    let gate = DispatchSemaphore(value: 0)
+    let held = CallbackScheduler(name: "a background thread, when the test lets it") { work in
+      Thread.detachNewThread {
+        _ = gate.wait(timeout: .now() + 1)
+        work()
+      }
+    }
+    let counter = StepCounter(steps: 512, script: CallbackScript(timing: .scheduled(held)))
+    let model = StepsViewModel(counter: counter)
+
+    let refreshing = Task { await model.refresh() }
+    // The refresh runs first; the test goes on once the main actor is free again.
+    for _ in 0..<100 where counter.requestCount == 0 { await Task.yield() }
+    let stepsWhileWaiting = model.steps
+    gate.signal()
+    try await withDeadline(.seconds(2), "refresh()", hint: Self.hint) { await refreshing.value }
+
+    #expect(counter.requestCount == 1, "refresh() should ask the pedometer exactly once")
+    #expect(
+      stepsWhileWaiting == nil,
+      """
+      refresh() blocked the main actor instead of suspending: it held the main thread until \
+      the count arrived (a semaphore, a dispatch group or another blocking wait), so nothing \
+      else on the main actor could run meanwhile. Suspend with a continuation instead.
+      """)
+    #expect(model.steps == 512, Self.notShown(model.steps, expected: 512))
   }
 
   @Test("Refreshing again shows the new count")

@@ -5,19 +5,19 @@ import WorkbookTesting
 
 @testable import Callbacks
 
-/// A real `Process` that notes whether Foundation found a termination handler when the child
-/// exited.
+/// A real `Process` that notes a termination handler installed after the child exited.
 ///
 /// swift-corelibs-foundation reads the handler once, right after reaping the child, and never
-/// again: a handler set later is never called. Noting the lookup lets a test say so at once,
-/// instead of waiting for a caller that can never be answered.
+/// again: a handler set later is never called. Noting it lets a test say so at once, in
+/// words about the order, instead of waiting for a caller that can never be answered.
 class WatchedProcess: Process, @unchecked Sendable {
-  /// Set when the child exited and no handler was installed yet.
-  let foundNoHandler: Locked<Bool>
+  /// Set when a handler is installed after Foundation looked for one and found none.
+  let handlerSetTooLate: Locked<Bool>
+  private let foundNoHandler = Locked(false)
   fileprivate let handlerLookedUp = DispatchSemaphore(value: 0)
 
-  init(foundNoHandler: Locked<Bool>) {
-    self.foundNoHandler = foundNoHandler
+  init(handlerSetTooLate: Locked<Bool>) {
+    self.handlerSetTooLate = handlerSetTooLate
     super.init()
   }
 
@@ -30,7 +30,10 @@ class WatchedProcess: Process, @unchecked Sendable {
       }
       return handler
     }
-    set { super.terminationHandler = newValue }
+    set {
+      super.terminationHandler = newValue
+      if newValue != nil && foundNoHandler.value { handlerSetTooLate.withLock { $0 = true } }
+    }
   }
 }
 
@@ -53,16 +56,16 @@ final class FinishesBeforeRunReturns: WatchedProcess, @unchecked Sendable {
 /// A `ProcessRunner` whose processes report a termination handler installed too late.
 struct WatchedRunner: Sendable {
   let runner: ProcessRunner
-  /// Whether any of its children exited before a termination handler was installed.
-  let foundNoHandler: Locked<Bool>
+  /// Whether a termination handler was installed after its child had exited.
+  let handlerSetTooLate: Locked<Bool>
 
   init(exitingBeforeRunReturns: Bool = false) {
-    let foundNoHandler = Locked(false)
-    self.foundNoHandler = foundNoHandler
+    let handlerSetTooLate = Locked(false)
+    self.handlerSetTooLate = handlerSetTooLate
     runner = ProcessRunner(makeProcess: {
       exitingBeforeRunReturns
-        ? FinishesBeforeRunReturns(foundNoHandler: foundNoHandler)
-        : WatchedProcess(foundNoHandler: foundNoHandler)
+        ? FinishesBeforeRunReturns(handlerSetTooLate: handlerSetTooLate)
+        : WatchedProcess(handlerSetTooLate: handlerSetTooLate)
     })
   }
 }
@@ -112,13 +115,13 @@ struct RunningProcessesTests {
       defer { finished.withLock { $0 = true } }
       return try await runner.run(executable, arguments: arguments)
     }
-    await eventually(within: .seconds(2)) { finished.value || watched.foundNoHandler.value }
-    if watched.foundNoHandler.value && !finished.value {
+    await eventually(within: .seconds(2)) { finished.value || watched.handlerSetTooLate.value }
+    if watched.handlerSetTooLate.value && !finished.value {
       Issue.record(
         """
         run(\(command)) set the terminationHandler after calling process.run(): the program \
-        exited first, Foundation found no handler, and it never calls one set later, so the \
-        caller would wait forever. Store or subscribe before you start: set \
+        had already exited, Foundation had found no handler, and it never calls one set \
+        later, so the caller would wait forever. Store or subscribe before you start: set \
         terminationHandler, then call run()
         """,
         sourceLocation: sourceLocation)
@@ -169,6 +172,31 @@ struct RunningProcessesTests {
     #expect(status.code == expectedCode, "code must be the program's terminationStatus")
     #expect(status.succeeded == (expectedCode == 0))
     #expect(status.output.isEmpty, "\(program) writes nothing, so output must be empty")
+  }
+
+  @Test("run() suspends while the program runs, leaving its thread free")
+  func suspendsWhileRunning() async throws {
+    let executor = OneThreadExecutor()
+    let runner = WatchedRunner().runner
+
+    let status = try await withDeadline(
+      .seconds(4), "run(/bin/sh -c sleep 1)", hint: Self.resumeHint, on: executor
+    ) {
+      try await runner.run(Self.shell, arguments: ["-c", "sleep 1"])
+    }
+
+    #expect(status.code == 0, "code must be the program's terminationStatus")
+    // The program takes a second; a run() that suspends holds its thread for moments only.
+    let held = executor.longestJob
+    let seconds = (held / .milliseconds(100)).rounded() / 10
+    #expect(
+      held < .milliseconds(700),
+      """
+      run() blocked its thread instead of suspending: one step held its thread for \
+      \(seconds) s while the program ran (waitUntilExit(), or reading a pipe right in the \
+      async function or in an async let). Suspend until the terminationHandler resumes you, \
+      and read each pipe on a thread of its own.
+      """)
   }
 
   @Test("A program killed by a signal reports the signal")
