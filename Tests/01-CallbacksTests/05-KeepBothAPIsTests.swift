@@ -92,7 +92,8 @@ struct KeepBothAPIsTests {
     let viaCallbackAgain = try await callbackReading(for: "Perth", from: station)
 
     #expect(try viaCallback.get() == viaAsync, "the async API must return the station's reading")
-    #expect(try viaCallbackAgain.get() == viaAsync, "the async API must return the station's reading")
+    #expect(
+      try viaCallbackAgain.get() == viaAsync, "the async API must return the station's reading")
     #expect(station.requestCount == 3, "each call, through either API, is one request")
   }
 

@@ -144,7 +144,8 @@ struct RunningProcessesTests {
     #expect(status.code == 0, "code must be the program's terminationStatus")
     #expect(status.reason == .exit, "reason must be the program's terminationReason")
     #expect(status.output == "hello, world\n", "output must hold everything it wrote to stdout")
-    #expect(status.errorOutput == "", "it wrote nothing to standard error, so errorOutput must be empty")
+    #expect(
+      status.errorOutput == "", "it wrote nothing to standard error, so errorOutput must be empty")
     #expect(status.succeeded)
   }
 
