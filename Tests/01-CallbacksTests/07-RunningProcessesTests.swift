@@ -115,7 +115,9 @@ struct RunningProcessesTests {
       defer { finished.withLock { $0 = true } }
       return try await runner.run(executable, arguments: arguments)
     }
-    await eventually(within: .seconds(2)) { finished.value || watched.handlerSetTooLate.value }
+    _ = await eventually(within: .seconds(2)) {
+      finished.value || watched.handlerSetTooLate.value
+    }
     if watched.handlerSetTooLate.value && !finished.value {
       Issue.record(
         """
