@@ -17,7 +17,7 @@ CHAPTER ?=
 EXERCISE ?=
 SELECT = $(if $(CHAPTER),--chapter $(CHAPTER)) $(if $(EXERCISE),--exercise $(EXERCISE))
 
-.PHONY: help check hint watch test tsan verify fingerprint lint format docs docs-preview docs-check listings bench clean server clipper
+.PHONY: help check hint watch test tsan verify mistakes fingerprint lint format docs docs-preview docs-check listings bench clean server clipper
 
 help: ## List the targets
 	@echo "Swift Concurrency workbook"
@@ -57,6 +57,9 @@ watch: $(WORKBOOK) ## Re-grade on every save
 
 verify: $(WORKBOOK) ## Developer check
 	@$(WORKBOOK) verify $(if $(CHAPTER),--chapter $(CHAPTER))
+
+mistakes: $(WORKBOOK) ## Each mistake gets its verdict, each alternative passes
+	@$(WORKBOOK) mistakes $(SELECT)
 
 fingerprint: $(WORKBOOK) ## Update starterDigest values
 	@$(WORKBOOK) fingerprint
@@ -127,5 +130,5 @@ clipper: ## Chat through the server: make clipper NAME=alice PORT=4000
 	@exec "$$(WORKBOOK_CHAPTER=8 WORKBOOK_SOURCE=$(SOURCE) swift build --scratch-path .build-clipper --show-bin-path)/clipper" "$(NAME)" --port $(PORT)
 
 clean: ## Remove build folders; .workbook/ (your progress) stays
-	@rm -rf .build .build-learner .build-solutions .build-clipper .build-tsan Benchmarks/.build .build-support Runner/.build docs/site .build-docs
-	@echo "removed .build, .build-learner, .build-solutions, .build-clipper, .build-tsan, Benchmarks/.build, .build-support, Runner/.build, docs/site, .build-docs"
+	@rm -rf .build .build-learner .build-solutions .build-variants .build-clipper .build-tsan Benchmarks/.build .build-support Runner/.build docs/site .build-docs
+	@echo "removed .build, .build-learner, .build-solutions, .build-variants, .build-clipper, .build-tsan, Benchmarks/.build, .build-support, Runner/.build, docs/site, .build-docs"

@@ -24,6 +24,8 @@ public enum App {
         return try fingerprint(root: root)
       case .verify:
         return try verify(invocation, root: root, terminal: terminal)
+      case .mistakes:
+        return try mistakes(invocation, root: root, terminal: terminal)
       case .watch:
         return try watch(invocation, root: root, terminal: terminal)
       }
@@ -237,6 +239,28 @@ public enum App {
     return failed == 0 ? 0 : 1
   }
 
+  // MARK: mistakes
+
+  static func mistakes(
+    _ invocation: Invocation, root: URL, terminal: Terminal
+  ) throws(WorkbookError)
+    -> Int32
+  {
+    let workbook = try MetadataLoader.load(root: root)
+    let selection = try select(invocation, in: workbook)
+    let checker = MistakeChecker(
+      root: root, timeout: invocation.timeout, jobs: invocation.jobs,
+      status: StatusLine(enabled: terminal.progress))
+    let (passed, failed) = try checker.run(selection) { result in
+      Output.out(Verifier.line(result, terminal: terminal).joined(separator: "\n"))
+    }
+    if passed + failed == 0 {
+      Output.out(terminal.paint("no mistakes or alternatives listed for the selection", .dim))
+    }
+    Output.out("mistakes: \(passed) passed, \(failed) failed")
+    return failed == 0 ? 0 : 1
+  }
+
   // MARK: watch
 
   static func watch(
@@ -328,6 +352,8 @@ public enum App {
         ChildProcess.terminateAll()
         // Let the waiting threads notice and remove their temporary files.
         Thread.sleep(forTimeInterval: 0.2)
+        // Put back what the runner changed (the mistakes' scratch tree).
+        InterruptCleanup.runAll()
         if isatty(STDERR_FILENO) == 1 {
           FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8))
         }

@@ -1,7 +1,7 @@
 /// A parsed command line.
 public struct Invocation: Equatable, Sendable {
   public enum Command: String, Equatable, Sendable, CaseIterable {
-    case check, hint, watch, verify, fingerprint, help
+    case check, hint, watch, verify, mistakes, fingerprint, help
   }
 
   public var command: Command
@@ -29,7 +29,11 @@ public enum ArgumentParser {
       watch [--chapter N]
                          re-grade when a file under Chapters/ changes (Ctrl-C stops)
       verify [--chapter N]
-                         developer check: metadata, solutions pass, starters fail as expected
+                         developer check: metadata, solutions pass, starters fail as expected,
+                         then the mistakes and alternatives (as `mistakes` does)
+      mistakes [--chapter N | --exercise ID]
+                         each mistake in workbook.json gets its verdict and phrase, each
+                         alternative passes (applied to a copy of Solutions/)
       fingerprint        rewrite the starterDigest values in workbook.json
       help               show this text
 
@@ -45,6 +49,7 @@ public enum ArgumentParser {
     .hint: ["--exercise"],
     .watch: ["--chapter", "--timeout", "--jobs"],
     .verify: ["--chapter", "--timeout", "--jobs"],
+    .mistakes: ["--chapter", "--exercise", "--timeout", "--jobs"],
     .fingerprint: [],
     .help: [],
   ]
@@ -116,7 +121,7 @@ public enum ArgumentParser {
       }
     }
     if invocation.chapter != nil, invocation.exercise != nil {
-      throw .usage("workbook check: give --chapter or --exercise, not both")
+      throw .usage("workbook \(command.rawValue): give --chapter or --exercise, not both")
     }
     if command == .hint, invocation.exercise == nil {
       throw .usage("workbook hint: which exercise? e.g. workbook hint 1.3 (make hint EXERCISE=1.3)")

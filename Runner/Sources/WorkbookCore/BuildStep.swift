@@ -6,7 +6,8 @@ public struct BuildRequest: Sendable {
   public var source: SourceTree
   /// Only this chapter (`WORKBOOK_CHAPTER`), or all chapters when `nil`.
   public var chapter: Int?
-  /// The scratch path, relative to the root (`.build-learner`, `.build-solutions`).
+  /// The scratch path, relative to the root (`.build-learner`, `.build-solutions`), or
+  /// absolute.
   public var scratchPath: String
   /// Extra `swift build` arguments, e.g. `-Xswiftc -warnings-as-errors`.
   public var extraArguments: [String]
@@ -35,7 +36,10 @@ public struct BuildRequest: Sendable {
     ]
   }
 
-  var scratchURL: URL { root.appendingPathComponent(scratchPath) }
+  var scratchURL: URL {
+    scratchPath.hasPrefix("/")
+      ? URL(fileURLWithPath: scratchPath) : root.appendingPathComponent(scratchPath)
+  }
 }
 
 public struct BuildResult: Sendable {

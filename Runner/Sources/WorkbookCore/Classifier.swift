@@ -95,6 +95,19 @@ public enum Classifier {
       }
       var details = locate(issue, events, context)
       details.append(contentsOf: issue.texts.filter { $0 != "Issue recorded" })
+      if issue.texts.contains(where: { $0.hasPrefix("Caught error:") }),
+        let title = events.test(issue.testID)?.title,
+        let thrown = ThrownExplanation.find(in: run.outcome.stderr, test: title)
+      {
+        details.append(thrown.detail)
+      }
+      if issue.texts.contains(where: { $0.contains("was expected but none was thrown") }),
+        let expected = expectedError(at: issue)
+      {
+        details.append(
+          "the test expected your code to throw \(expected) here, and it finished without an "
+            + "error instead")
+      }
       let failingTests = Set(events.issues.compactMap(\.testID))
       if failingTests.count > 1 {
         let others = failingTests.count - 1
@@ -119,6 +132,22 @@ public enum Classifier {
           + stderrTail(run.outcome.stderr))
     }
     return Grade(.passed)
+  }
+
+  /// The error a failed `#expect(throws: X)` wanted, read from the test's source: Swift
+  /// Testing's message ("an error was expected but none was thrown") does not name it.
+  static func expectedError(at issue: TestEventLog.Issue) -> String? {
+    guard let path = issue.filePath, let line = issue.line, line > 0,
+      let source = try? String(contentsOfFile: path, encoding: .utf8)
+    else { return nil }
+    let lines = source.split(separator: "\n", omittingEmptySubsequences: false)
+    guard line <= lines.count else { return nil }
+    // The macro may span a few lines; its `throws:` argument starts on or after `line`.
+    let text = lines[(line - 1)..<min(lines.count, line + 2)].joined(separator: " ")
+    let pattern = #/#expect\(\s*throws:\s*(?<error>.+?)\s*(?:,|\)\s*\{|\)\s*$)/#
+    guard let match = text.firstMatch(of: pattern) else { return nil }
+    let error = String(match.error)
+    return error.hasSuffix(".self") ? "an error of type \(error.dropLast(5))" : error
   }
 
   private static func crashed(
@@ -171,7 +200,8 @@ public enum Classifier {
   static func meaning(of crash: CrashReport) -> String? {
     if crash.isIsolationTrap { return "a main-actor closure ran on a background thread" }
     if crash.isDoubleResume {
-      return "a callback fired twice and each call resumed the continuation"
+      return "a continuation was resumed twice: either the callback ran twice, or one handler "
+        + "resumed on two paths (for example in a `defer` and in the body)"
     }
     guard let message = crash.fatalMessage else { return nil }
     if message.contains("Unexpectedly found nil") {

@@ -190,17 +190,9 @@ public struct Grader: Sendable {
           group.leave()
         }
         do throws(WorkbookError) {
-          let run = try TestLauncher.run(
-            product: product, filter: chapter.filter(for: exercise), request: request,
-            timeout: options.timeout)
-          var grade = Classifier.grade(run, context(chapter, exercise))
-          if run.outcome.omittedBytes > 0 {
-            let printed = OutputCapture.describe(bytes: run.outcome.totalBytes)
-            let kept = OutputCapture.describe(bytes: OutputCapture.defaultLimit)
-            grade.details.append(
-              "the tests printed \(printed); output truncated: the runner kept the first "
-                + "and last \(kept) of each stream")
-          }
+          let grade = try Grader(options: options).gradeOne(
+            chapter, exercise, product: product, request: request
+          ).grade
           grades.withLock { $0[exercise.id] = grade }
         } catch {
           failures.withLock { $0.append(error) }
@@ -221,6 +213,29 @@ public struct Grader: Sendable {
       exercises: exercises.map { exercise in
         report(chapter, exercise, results[exercise.id] ?? Grade(.failed, ["not graded"]))
       })
+  }
+
+  /// Runs one exercise's suite in its own process and grades it; also returns how long the
+  /// process ran and whether the runner's time limit stopped it.
+  func gradeOne(
+    _ chapter: Chapter, _ exercise: Exercise, product: URL, request: BuildRequest
+  ) throws(WorkbookError) -> (grade: Grade, seconds: Double, timedOut: Bool) {
+    let start = DispatchTime.now()
+    let run = try TestLauncher.run(
+      product: product, filter: chapter.filter(for: exercise), request: request,
+      timeout: options.timeout)
+    let seconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+    var grade = Classifier.grade(run, context(chapter, exercise))
+    if run.outcome.omittedBytes > 0 {
+      let printed = OutputCapture.describe(bytes: run.outcome.totalBytes)
+      let kept = OutputCapture.describe(bytes: OutputCapture.defaultLimit)
+      grade.details.append(
+        "the tests printed \(printed); output truncated: the runner kept the first "
+          + "and last \(kept) of each stream")
+    }
+    var timedOut = false
+    if case .timedOut = run.outcome.termination { timedOut = true }
+    return (grade, seconds, timedOut)
   }
 
   func context(_ chapter: Chapter, _ exercise: Exercise) -> GradingContext {

@@ -5,10 +5,14 @@ import Foundation
 public struct Workbook: Codable, Sendable, Equatable {
   public var format: Int
   public var chapters: [Chapter]
+  /// When present, every exercise must list at least this many mistakes and alternatives
+  /// (`workbook verify` checks it); absent while the catalogue is being written.
+  public var catalogue: Catalogue?
 
-  public init(format: Int = 1, chapters: [Chapter]) {
+  public init(format: Int = 1, chapters: [Chapter], catalogue: Catalogue? = nil) {
     self.format = format
     self.chapters = chapters
+    self.catalogue = catalogue
   }
 
   /// Every exercise, in workbook order.
@@ -71,10 +75,15 @@ public struct Exercise: Codable, Sendable, Equatable {
   /// The test file name inside the chapter's test folder, when it does not follow the
   /// convention `<file stem>Tests.swift`.
   public var tests: String?
+  /// Realistic wrong answers and the verdict each must get (`workbook mistakes`).
+  public var mistakes: [Mistake]
+  /// Correct answers in another style: each must pass (`workbook mistakes`).
+  public var alternatives: [Alternative]
 
   public init(
     id: String, name: String, file: String, suite: String, starterVerdict: String = "not started",
-    starterDigest: String = "", hints: [String] = [], tests: String? = nil
+    starterDigest: String = "", hints: [String] = [], tests: String? = nil,
+    mistakes: [Mistake] = [], alternatives: [Alternative] = []
   ) {
     self.id = id
     self.name = name
@@ -84,6 +93,27 @@ public struct Exercise: Codable, Sendable, Equatable {
     self.starterDigest = starterDigest
     self.hints = hints
     self.tests = tests
+    self.mistakes = mistakes
+    self.alternatives = alternatives
+  }
+
+  enum CodingKeys: String, CodingKey {
+    case id, name, file, suite, starterVerdict, starterDigest, hints, tests, mistakes
+    case alternatives
+  }
+
+  public init(from decoder: any Decoder) throws {
+    let container = try decoder.container(keyedBy: CodingKeys.self)
+    id = try container.decode(String.self, forKey: .id)
+    name = try container.decode(String.self, forKey: .name)
+    file = try container.decode(String.self, forKey: .file)
+    suite = try container.decode(String.self, forKey: .suite)
+    starterVerdict = try container.decode(String.self, forKey: .starterVerdict)
+    starterDigest = try container.decode(String.self, forKey: .starterDigest)
+    hints = try container.decode([String].self, forKey: .hints)
+    tests = try container.decodeIfPresent(String.self, forKey: .tests)
+    mistakes = try container.decodeIfPresent([Mistake].self, forKey: .mistakes) ?? []
+    alternatives = try container.decodeIfPresent([Alternative].self, forKey: .alternatives) ?? []
   }
 
   /// The test file name: `tests` if given, else `<file stem>Tests.swift`.
@@ -91,6 +121,70 @@ public struct Exercise: Codable, Sendable, Equatable {
     if let tests { return tests }
     let stem = file.hasSuffix(".swift") ? String(file.dropLast(".swift".count)) : file
     return "\(stem)Tests.swift"
+  }
+}
+
+/// A realistic wrong answer: `source` (relative to the root) is a `.patch` (a unified diff
+/// applied to the exercise's solution file) or a `.swift` file that replaces it; grading it
+/// must give `verdict`, with `phrase` (case-insensitive) in the verdict's detail lines.
+public struct Mistake: Codable, Sendable, Equatable {
+  public var name: String
+  public var source: String
+  public var verdict: String
+  public var phrase: String
+
+  public init(name: String, source: String, verdict: String, phrase: String) {
+    self.name = name
+    self.source = source
+    self.verdict = verdict
+    self.phrase = phrase
+  }
+
+  /// The verdicts a mistake may expect.
+  public static let verdicts: [Verdict] = [.failed, .neverResumed, .crashed, .doesNotCompile]
+}
+
+/// A correct answer in another style, as a `.patch` or `.swift` like a mistake: it must
+/// pass, so the tests never demand one style.
+public struct Alternative: Codable, Sendable, Equatable {
+  public var name: String
+  public var source: String
+
+  public init(name: String, source: String) {
+    self.name = name
+    self.source = source
+  }
+}
+
+/// The top-level `"catalogue"` object: the least number of mistakes and alternatives each
+/// exercise must list. Without it no minimum is enforced.
+public struct Catalogue: Codable, Sendable, Equatable {
+  public static let defaultMinimumMistakes = 4
+  public static let defaultMinimumAlternatives = 1
+
+  public var minimumMistakes: Int
+  public var minimumAlternatives: Int
+
+  public init(
+    minimumMistakes: Int = defaultMinimumMistakes,
+    minimumAlternatives: Int = defaultMinimumAlternatives
+  ) {
+    self.minimumMistakes = minimumMistakes
+    self.minimumAlternatives = minimumAlternatives
+  }
+
+  enum CodingKeys: String, CodingKey {
+    case minimumMistakes, minimumAlternatives
+  }
+
+  public init(from decoder: any Decoder) throws {
+    let container = try decoder.container(keyedBy: CodingKeys.self)
+    minimumMistakes =
+      try container.decodeIfPresent(Int.self, forKey: .minimumMistakes)
+      ?? Self.defaultMinimumMistakes
+    minimumAlternatives =
+      try container.decodeIfPresent(Int.self, forKey: .minimumAlternatives)
+      ?? Self.defaultMinimumAlternatives
   }
 }
 

@@ -71,8 +71,11 @@ public enum MetadataValidator {
   }
 
   /// One exercise's metadata: files exist, at least two hints, a known starter verdict,
-  /// an id that belongs to its chapter.
-  public static func validate(_ exercise: Exercise, in chapter: Chapter, root: URL) -> CheckResult {
+  /// an id that belongs to its chapter, valid mistakes and alternatives (and, with a
+  /// `catalogue`, at least its minimum number of each).
+  public static func validate(
+    _ exercise: Exercise, in chapter: Chapter, root: URL, catalogue: Catalogue? = nil
+  ) -> CheckResult {
     var problems: [String] = []
     let files = [
       ("starter", chapter.starterPath(exercise)),
@@ -98,7 +101,69 @@ public enum MetadataValidator {
     if !exercise.id.hasPrefix("\(chapter.number).") {
       problems.append("id \(exercise.id) does not start with its chapter number \(chapter.number)")
     }
+    problems.append(contentsOf: validateVariants(exercise, root: root, catalogue: catalogue))
     return CheckResult("\(exercise.id) metadata", problems)
+  }
+
+  /// The rules for `mistakes` and `alternatives`: each source exists, is a `.swift` or
+  /// `.patch` file under `Mistakes/` (for a mistake) or `Alternatives/` (for an
+  /// alternative); a mistake expects failed, never resumed, crashed or does not compile,
+  /// with a non-empty phrase; names are non-empty and unique within the exercise; with a
+  /// `catalogue`, at least its minimum number of each.
+  public static func validateVariants(
+    _ exercise: Exercise, root: URL, catalogue: Catalogue?
+  ) -> [String] {
+    var problems: [String] = []
+    func checkSource(_ kind: String, _ name: String, _ source: String, folder: String) {
+      let label = "\(kind) \"\(name)\""
+      if !source.hasSuffix(".swift") && !source.hasSuffix(".patch") {
+        problems.append("\(label): source \(source) is neither a .swift nor a .patch file")
+      }
+      if !source.hasPrefix(folder + "/") || source.split(separator: "/").contains("..") {
+        problems.append("\(label): source \(source) is not under \(folder)/")
+      }
+      var isFolder: ObjCBool = false
+      let path = root.appendingPathComponent(source).path
+      if !FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) || isFolder.boolValue
+      {
+        problems.append("\(label): source \(source) is missing")
+      }
+    }
+    for mistake in exercise.mistakes {
+      checkSource("mistake", mistake.name, mistake.source, folder: "Mistakes")
+      let valid = Mistake.verdicts.map(\.rawValue)
+      if !valid.contains(mistake.verdict) {
+        let list = valid.map { "\"\($0)\"" }.joined(separator: ", ")
+        problems.append(
+          "mistake \"\(mistake.name)\": verdict \"\(mistake.verdict)\" is not one of \(list)")
+      }
+      if mistake.phrase.trimmingCharacters(in: .whitespaces).isEmpty {
+        problems.append(
+          "mistake \"\(mistake.name)\": phrase is empty; give words the verdict's message "
+            + "must contain")
+      }
+    }
+    for alternative in exercise.alternatives {
+      checkSource("alternative", alternative.name, alternative.source, folder: "Alternatives")
+    }
+    let names = exercise.mistakes.map(\.name) + exercise.alternatives.map(\.name)
+    if names.contains(where: { $0.trimmingCharacters(in: .whitespaces).isEmpty }) {
+      problems.append("a mistake or alternative has an empty name")
+    }
+    problems.append(
+      contentsOf: duplicates(names.map { "\"\($0)\"" }, "the mistake/alternative name"))
+    if let catalogue {
+      if exercise.mistakes.count < catalogue.minimumMistakes {
+        problems.append(
+          "has \(exercise.mistakes.count) mistake(s); needs at least \(catalogue.minimumMistakes)")
+      }
+      if exercise.alternatives.count < catalogue.minimumAlternatives {
+        problems.append(
+          "has \(exercise.alternatives.count) alternative(s); needs at least "
+            + "\(catalogue.minimumAlternatives)")
+      }
+    }
+    return problems
   }
 
   static func duplicates(_ values: [String], _ what: String) -> [String] {

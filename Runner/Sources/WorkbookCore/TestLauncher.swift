@@ -17,6 +17,7 @@ public enum TestLauncher {
     let environment: [String: String?] = [
       "SWIFT_BACKTRACE": backtraceSetting,
       "NO_COLOR": "1",
+      ThrownExplanation.environmentKey: "1",
     ].merging(request.environment) { mine, _ in mine }
 
     var isDirectory: ObjCBool = false

@@ -11,7 +11,10 @@ import Foundation
 /// - starters: each starter's digest equals `starterDigest` and grading it yields exactly
 ///   `starterVerdict` (1 per exercise).
 ///
-/// So N + M = 2 + 3 × exercises. The last line is `verify: N passed, M failed`.
+/// - mistakes and alternatives: each mistake gets its verdict with its phrase, each
+///   alternative passes (1 per variant; see ``MistakeChecker``).
+///
+/// So N + M = 2 + 3 × exercises + variants. The last line is `verify: N passed, M failed`.
 public struct Verifier: Sendable {
   public var root: URL
   public var chapterNumber: Int?
@@ -36,15 +39,9 @@ public struct Verifier: Sendable {
   public func run(print: (String) -> Void) throws(WorkbookError) -> (passed: Int, failed: Int) {
     var passed = 0
     var failed = 0
-    func record(_ result: CheckResult, details: [String] = []) {
-      if result.passed {
-        passed += 1
-        print("  \(terminal.paint("ok  ", .green))  \(result.name)")
-      } else {
-        failed += 1
-        print("  \(terminal.paint("FAIL", .red))  \(result.name)")
-        for problem in result.problems { print("          \(problem)") }
-      }
+    func record(_ result: CheckResult) {
+      if result.passed { passed += 1 } else { failed += 1 }
+      Self.line(result, terminal: terminal).forEach(print)
     }
 
     print(terminal.paint("verify: metadata", .bold))
@@ -63,7 +60,9 @@ public struct Verifier: Sendable {
     let selection = chapters.map { (chapter: $0, exercises: $0.exercises) }
     for chapter in chapters {
       for exercise in chapter.exercises {
-        record(MetadataValidator.validate(exercise, in: chapter, root: root))
+        record(
+          MetadataValidator.validate(
+            exercise, in: chapter, root: root, catalogue: workbook.catalogue))
       }
     }
 
@@ -141,7 +140,23 @@ public struct Verifier: Sendable {
           CheckResult("\(exercise.id) starter grades \"\(exercise.starterVerdict)\"", problems))
       }
     }
+
+    print(
+      terminal.paint(
+        "verify: mistakes and alternatives (each applied to a copy of Solutions/)", .bold))
+    let checker = MistakeChecker(root: root, timeout: timeout, jobs: jobs, status: status)
+    let (variantsPassed, variantsFailed) = try checker.run(selection) { record($0) }
+    if variantsPassed + variantsFailed == 0 {
+      print(terminal.paint("        (none listed in workbook.json)", .dim))
+    }
     return (passed, failed)
+  }
+
+  /// A check as printed: `  ok    name`, or `  FAIL  name` with its problems under it.
+  static func line(_ result: CheckResult, terminal: Terminal) -> [String] {
+    if result.passed { return ["  \(terminal.paint("ok  ", .green))  \(result.name)"] }
+    return ["  \(terminal.paint("FAIL", .red))  \(result.name)"]
+      + result.problems.map { "          \($0)" }
   }
 
   func relative(_ path: String) -> String {

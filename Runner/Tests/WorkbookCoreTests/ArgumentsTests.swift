@@ -24,7 +24,7 @@ import Testing
     ([], "workbook: no command given"),
     (
       ["chek"],
-      "workbook: unknown command 'chek'; the commands are: check, hint, watch, verify, fingerprint, help"
+      "workbook: unknown command 'chek'; the commands are: check, hint, watch, verify, mistakes, fingerprint, help"
     ),
     (["check", "--chapter"], "workbook: --chapter needs a value"),
     (

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import WorkbookCore
@@ -58,8 +59,33 @@ import Testing
         "the runtime stopped the tests: SWIFT TASK CONTINUATION MISUSE: encode(_:using:reportWarning:) tried to resume its continuation more than once, throwing approximateMatch!",
         "while running OptionalPairTests.valueAndError(script:) at Tests/01-CallbacksTests/03-OptionalPairTests.swift:72",
         "at Chapters/01-Callbacks/03-OptionalPair.swift:30 (in closure #1 in closure #1 in encode(_:using:reportWarning:))",
-        "this usually means a callback fired twice and each call resumed the continuation",
+        "this usually means a continuation was resumed twice: either the callback ran twice, or one handler resumed on two paths (for example in a `defer` and in the body)",
       ])
+  }
+
+  /// The "at" line names the learner's function, never a frame in Tests/ or Support/ (the
+  /// crashed thread passes through LegacyKit, the test and WorkbookTesting), in the
+  /// learner's tree and in the solutions tree `workbook mistakes` builds.
+  @Test(arguments: ["Chapters", "Solutions"])
+  func theCrashLocationIsTheLearnersFunction(_ folder: String) throws {
+    var run = try Fixtures.run("double-resume-in-test", termination: .signalled(4))
+    run.outcome.stderr = run.outcome.stderr.replacingOccurrences(
+      of: "/ROOT/Chapters/", with: "/ROOT/\(folder)/")
+    var context = sampleContext(
+      file: "\(folder)/01-Callbacks/03-OptionalPair.swift", suite: "OptionalPairTests")
+    context.sourceFolder = folder
+    let grade = Classifier.grade(run, context)
+    let at = grade.details.filter { $0.hasPrefix("at ") }
+    #expect(
+      at == [
+        "at \(folder)/01-Callbacks/03-OptionalPair.swift:30 (in closure #1 in closure #1 in encode(_:using:reportWarning:))"
+      ])
+    // Without a frame in the learner's folder there is no "at" line rather than a wrong one.
+    run.outcome.stderr = run.outcome.stderr.replacingOccurrences(
+      of: "/ROOT/\(folder)/", with: "/ROOT/Elsewhere/")
+    let elsewhere = Classifier.grade(run, context)
+    #expect(!elsewhere.details.contains { $0.hasPrefix("at ") })
+    #expect(!elsewhere.details.contains { $0.contains("Support/") })
   }
 
   @Test func gradesADoubleResumeAsCrashed() throws {
@@ -71,7 +97,7 @@ import Testing
         "the runtime stopped the tests: SWIFT TASK CONTINUATION MISUSE: firstDelivery(_:) tried to resume its continuation more than once, returning 2!",
         "while running test resumesOnceWhenTheCallbackFiresTwice()",
         "at Chapters/01-Basics/05-CalledTwice.swift:7 (in closure #1 in closure #1 in firstDelivery(_:))",
-        "this usually means a callback fired twice and each call resumed the continuation",
+        "this usually means a continuation was resumed twice: either the callback ran twice, or one handler resumed on two paths (for example in a `defer` and in the body)",
       ])
   }
 
@@ -171,5 +197,70 @@ import Testing
   @Test func formatsSeconds() {
     #expect(Classifier.formatSeconds(30) == "30 s")
     #expect(Classifier.formatSeconds(2.5) == "2.5 s")
+  }
+}
+
+@Suite struct ThrownExplanationTests {
+  /// A test that expected a value got "Caught error: …"; withDeadline said what it was about.
+  func run(stderr: String) -> SuiteRun {
+    var events = TestEventLog()
+    let id = "BasicsTests.DoublingTests/doubles()/02-DoublingTests.swift:9:4"
+    events.tests[id] = TestEventLog.Test(
+      id: id, name: "doubles()", displayName: "Doubles the value", kind: "function", line: 9)
+    events.started = [id]
+    events.ended = [id]
+    events.issues = [
+      TestEventLog.Issue(
+        testID: id, messages: [.init(symbol: "fail", text: "Caught error: tooBig")],
+        filePath: "/ROOT/Tests/01-BasicsTests/02-DoublingTests.swift", line: 9, column: 4)
+    ]
+    events.runEnded = true
+    return SuiteRun(
+      outcome: ProcessOutcome(termination: .exited(1), stderr: stderr), events: events)
+  }
+
+  @Test func addsTheTestsHintToACaughtError() {
+    let stderr =
+      "workbook-thrown: Another test\tdouble(_:)\tother\tnot this one\n"
+      + "workbook-thrown: Doubles the value\tdouble(_:)\ttooBig\tresume with the doubled value\n"
+    let grade = Classifier.grade(run(stderr: stderr), sampleContext())
+    #expect(grade.verdict == .failed)
+    #expect(
+      grade.details.last
+        == "double(_:) threw tooBig, where this test expected it to finish without an error; "
+        + "the test's hint: resume with the doubled value")
+  }
+
+  @Test func saysNothingMoreWithoutAnExplanation() {
+    let grade = Classifier.grade(run(stderr: "something else\n"), sampleContext())
+    #expect(grade.verdict == .failed)
+    #expect(grade.details.last == "Caught error: tooBig")
+  }
+}
+
+@Suite struct ExpectedErrorTests {
+  func issue(in source: String, line: Int) throws -> TestEventLog.Issue {
+    let file = FileManager.default.temporaryDirectory
+      .appendingPathComponent("expected-error-\(UUID().uuidString).swift")
+    try source.write(to: file, atomically: true, encoding: .utf8)
+    return TestEventLog.Issue(
+      testID: nil,
+      messages: [
+        .init(symbol: "fail", text: "Expectation failed: an error was expected but none was thrown")
+      ],
+      filePath: file.path, line: line, column: 5)
+  }
+
+  @Test(arguments: [
+    (
+      "    await #expect(throws: CoFutureError.cancelled) {\n      try await f()\n    }",
+      "CoFutureError.cancelled"
+    ),
+    ("    #expect(throws: Boom(), \"why\") { try f() }", "Boom()"),
+    ("    await #expect(\n      throws: (any Error).self\n    ) {", "an error of type (any Error)"),
+  ])
+  func namesTheErrorTheTestExpected(source: String, expected: String) throws {
+    #expect(
+      Classifier.expectedError(at: try issue(in: "// a test\n" + source, line: 2)) == expected)
   }
 }

@@ -109,8 +109,9 @@ import Testing
       ])
   }
 
-  @Test func acceptsTheFixtureWorkbook() throws {
-    let root = Fixtures.folder.appendingPathComponent("MiniWorkbook")
+  @Test(arguments: ["MiniWorkbook", "VariantWorkbook"])
+  func acceptsTheFixtureWorkbook(_ name: String) throws {
+    let root = Fixtures.folder.appendingPathComponent(name)
     let workbook = try MetadataLoader.load(root: root)
     let manifest = try String(
       contentsOf: root.appendingPathComponent("Package.swift"), encoding: .utf8)
@@ -120,5 +121,117 @@ import Testing
         #expect(MetadataValidator.validate(exercise, in: chapter, root: root).problems == [])
       }
     }
+  }
+
+  // MARK: mistakes and alternatives
+
+  static let variantsJSON = """
+    {"format": 1, "catalogue": {"minimumMistakes": 2},
+     "chapters": [{"number": 1, "folder": "01-Callbacks", "module": "Callbacks",
+      "title": "Callbacks to async", "unknownKey": true, "exercises": [{"id": "1.1",
+      "name": "Warm-up", "file": "01-WarmUp.swift", "suite": "WarmUpTests",
+      "starterVerdict": "not started", "starterDigest": "", "hints": ["a", "b"],
+      "mistakes": [{"name": "forgets the error", "source": "Mistakes/01-Callbacks/1.1-a.patch",
+        "verdict": "never resumed", "phrase": "never resumes"}],
+      "alternatives": [{"name": "a switch", "source": "Alternatives/01-Callbacks/1.1-b.swift"}]
+    }]}]}
+    """
+
+  @Test func decodesMistakesAlternativesAndTheCatalogue() throws {
+    let workbook = try MetadataLoader.decode(Data(Self.variantsJSON.utf8))
+    let exercise = try #require(workbook.exercise(id: "1.1"))
+    #expect(
+      exercise.mistakes == [
+        Mistake(
+          name: "forgets the error", source: "Mistakes/01-Callbacks/1.1-a.patch",
+          verdict: "never resumed", phrase: "never resumes")
+      ])
+    #expect(
+      exercise.alternatives == [
+        Alternative(name: "a switch", source: "Alternatives/01-Callbacks/1.1-b.swift")
+      ])
+    #expect(workbook.catalogue == Catalogue(minimumMistakes: 2, minimumAlternatives: 1))
+    // Both arrays and the catalogue are optional.
+    let plain = try MetadataLoader.decode(Data(Self.minimal.utf8))
+    #expect(plain.catalogue == nil)
+    #expect(plain.exercises[0].mistakes.isEmpty && plain.exercises[0].alternatives.isEmpty)
+  }
+
+  /// A folder with the variant sources of `variantsJSON` and the exercise's own files.
+  static func variantsRoot() throws -> (URL, Workbook) {
+    let folder = try Fixtures.temporaryFolder()
+    for path in [
+      "Chapters/01-Callbacks/01-WarmUp.swift", "Solutions/01-Callbacks/01-WarmUp.swift",
+      "Tests/01-CallbacksTests/01-WarmUpTests.swift", "Mistakes/01-Callbacks/1.1-a.patch",
+      "Alternatives/01-Callbacks/1.1-b.swift", "Mistakes/01-Callbacks/1.1-c.txt",
+      "Alternatives/01-Callbacks/1.1-d.swift",
+    ] {
+      let url = folder.appendingPathComponent(path)
+      try FileManager.default.createDirectory(
+        at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+      try Data("x\n".utf8).write(to: url)
+    }
+    return (folder, try MetadataLoader.decode(Data(Self.variantsJSON.utf8)))
+  }
+
+  @Test func validMistakesAndAlternativesPass() throws {
+    let (root, workbook) = try Self.variantsRoot()
+    defer { try? FileManager.default.removeItem(at: root) }
+    var exercise = workbook.exercises[0]
+    exercise.mistakes.append(exercise.mistakes[0])
+    exercise.mistakes[1].name = "another"
+    let problems = MetadataValidator.validate(
+      exercise, in: workbook.chapters[0], root: root, catalogue: workbook.catalogue
+    ).problems
+    #expect(problems == [])
+  }
+
+  @Test func eachRuleForMistakesAndAlternativesFailsWhenBroken() throws {
+    let (root, workbook) = try Self.variantsRoot()
+    defer { try? FileManager.default.removeItem(at: root) }
+    let chapter = workbook.chapters[0]
+    let good = workbook.exercises[0]
+    func problems(_ change: (inout Exercise) -> Void, catalogue: Catalogue? = nil) -> [String] {
+      var exercise = good
+      change(&exercise)
+      return MetadataValidator.validate(exercise, in: chapter, root: root, catalogue: catalogue)
+        .problems
+    }
+    #expect(
+      problems { $0.mistakes[0].source = "Mistakes/01-Callbacks/1.1-gone.patch" } == [
+        #"mistake "forgets the error": source Mistakes/01-Callbacks/1.1-gone.patch is missing"#
+      ])
+    #expect(
+      problems { $0.mistakes[0].source = "Mistakes/01-Callbacks/1.1-c.txt" } == [
+        #"mistake "forgets the error": source Mistakes/01-Callbacks/1.1-c.txt is neither a .swift nor a .patch file"#
+      ])
+    #expect(
+      problems { $0.mistakes[0].source = "Alternatives/01-Callbacks/1.1-d.swift" } == [
+        #"mistake "forgets the error": source Alternatives/01-Callbacks/1.1-d.swift is not under Mistakes/"#
+      ])
+    #expect(
+      problems { $0.alternatives[0].source = "Mistakes/01-Callbacks/1.1-a.patch" } == [
+        #"alternative "a switch": source Mistakes/01-Callbacks/1.1-a.patch is not under Alternatives/"#
+      ])
+    #expect(
+      problems { $0.mistakes[0].verdict = "passed" } == [
+        #"mistake "forgets the error": verdict "passed" is not one of "failed", "never resumed", "crashed", "does not compile""#
+      ])
+    #expect(
+      problems { $0.mistakes[0].phrase = "  " } == [
+        #"mistake "forgets the error": phrase is empty; give words the verdict's message must contain"#
+      ])
+    #expect(
+      problems { $0.alternatives[0].name = "forgets the error" } == [
+        #"the mistake/alternative name "forgets the error" is used more than once"#
+      ])
+    #expect(problems { $0.mistakes[0].name = "" } == ["a mistake or alternative has an empty name"])
+    // The minimums apply only with a catalogue.
+    #expect(problems { $0.alternatives = [] } == [])
+    #expect(
+      problems({ $0.alternatives = [] }, catalogue: Catalogue())
+        == [
+          "has 1 mistake(s); needs at least 4", "has 0 alternative(s); needs at least 1",
+        ])
   }
 }

@@ -242,14 +242,17 @@ struct RobustnessTests {
 final class Launched: @unchecked Sendable {
   let process = Process()
   let folder: URL
+  /// The root's path: every process the runner starts names it.
+  let marker: String
 
-  init(_ binary: URL, _ arguments: [String]) throws {
+  init(_ binary: URL, _ arguments: [String], root: URL = RobustnessTests.work) throws {
     folder = try Fixtures.temporaryFolder()
+    marker = root.path
     FileManager.default.createFile(atPath: folder.appendingPathComponent("out").path, contents: nil)
     FileManager.default.createFile(atPath: folder.appendingPathComponent("err").path, contents: nil)
     process.executableURL = binary
-    process.arguments = arguments + ["--root", RobustnessTests.work.path]
-    process.currentDirectoryURL = RobustnessTests.work
+    process.arguments = arguments + ["--root", root.path]
+    process.currentDirectoryURL = root
     var environment = ProcessInfo.processInfo.environment
     environment["NO_COLOR"] = "1"
     process.environment = environment
@@ -300,7 +303,7 @@ final class Launched: @unchecked Sendable {
   /// Cleans up after a failed test: the runner, then whatever it left.
   func kill() {
     if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
-    for line in Processes.matching(RobustnessTests.marker) {
+    for line in Processes.matching(marker) {
       if let pid = Int32(line.prefix { $0 != ":" }) { Foundation.kill(pid, SIGKILL) }
     }
     _ = wait(seconds: 5)

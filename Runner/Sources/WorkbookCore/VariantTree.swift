@@ -1,0 +1,109 @@
+import Foundation
+import Synchronization
+
+/// The scratch package `workbook mistakes` builds: `.build-variants/tree/`, a copy of
+/// `Package.swift`, `Support/`, `Tests/` and `Solutions/` in which one solution file per
+/// exercise at a time is replaced by a mistake or an alternative.
+///
+/// Syncing copies a file only when its bytes differ (so unchanged files keep their
+/// modification times and builds stay incremental) and removes files that vanished from
+/// the root. Every replaced file's original is remembered and written back by
+/// ``restore()``: after each round, at the end, and on Ctrl-C. After a restore on
+/// interrupt the tree is closed and refuses further writes. A run killed outright leaves a
+/// variant in the tree; the next sync puts the solution back.
+public final class VariantTree: Sendable {
+  /// The folder under the root that holds the tree and its build.
+  public static let folder = ".build-variants"
+  /// What is copied from the root.
+  public static let copied = ["Package.swift", "Support", "Tests", "Solutions"]
+
+  public let root: URL
+  public let tree: URL
+  /// The scratch path the tree is built with (absolute).
+  public let scratchPath: String
+
+  private struct State {
+    var originals: [String: Data] = [:]
+    var closed = false
+  }
+  private let state = Mutex(State())
+
+  public init(root: URL) {
+    self.root = root
+    let base = root.appendingPathComponent(Self.folder)
+    tree = base.appendingPathComponent("tree")
+    scratchPath = base.appendingPathComponent("build").path
+  }
+
+  /// Makes the tree match the root's copied files.
+  public func sync() throws(WorkbookError) {
+    let manager = FileManager.default
+    var wanted: Set<String> = []
+    for entry in Self.copied {
+      let source = root.appendingPathComponent(entry)
+      var isFolder: ObjCBool = false
+      guard manager.fileExists(atPath: source.path, isDirectory: &isFolder) else { continue }
+      if isFolder.boolValue {
+        wanted.formUnion(Watcher(folder: source).snapshot().keys.map { "\(entry)/\($0)" })
+      } else {
+        wanted.insert(entry)
+      }
+    }
+    do {
+      try manager.createDirectory(at: tree, withIntermediateDirectories: true)
+      for path in wanted.sorted() {
+        let source = root.appendingPathComponent(path)
+        let target = tree.appendingPathComponent(path)
+        if manager.contentsEqual(atPath: source.path, andPath: target.path) { continue }
+        try manager.createDirectory(
+          at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data(contentsOf: source).write(to: target)
+      }
+      for entry in Self.copied {
+        let folder = tree.appendingPathComponent(entry)
+        for path in Watcher(folder: folder).snapshot().keys
+        where !wanted.contains("\(entry)/\(path)") {
+          try manager.removeItem(at: folder.appendingPathComponent(path))
+        }
+      }
+    } catch {
+      throw .failure(
+        "cannot copy the workbook into \(tree.path): \(error.localizedDescription) "
+          + "(remove \(Self.folder) and try again)")
+    }
+  }
+
+  /// Replaces the tree's file at `path` (relative to the root) with `data`, remembering
+  /// the original the first time.
+  public func write(_ path: String, _ data: Data) throws(WorkbookError) {
+    let url = tree.appendingPathComponent(path)
+    let result: Result<Void, WorkbookError> = state.withLock { state in
+      if state.closed { return .failure(.interrupted) }
+      if state.originals[path] == nil {
+        guard let original = try? Data(contentsOf: url) else {
+          return .failure(.failure("cannot read \(url.path)"))
+        }
+        state.originals[path] = original
+      }
+      do {
+        try data.write(to: url, options: .atomic)
+      } catch {
+        return .failure(.failure("cannot write \(url.path): \(error.localizedDescription)"))
+      }
+      return .success(())
+    }
+    try result.get()
+  }
+
+  /// Writes every replaced file's original back. With `closing`, later writes are refused
+  /// (for Ctrl-C, while another thread may still be setting up a round).
+  public func restore(closing: Bool = false) {
+    state.withLock { state in
+      for (path, data) in state.originals {
+        try? data.write(to: tree.appendingPathComponent(path), options: .atomic)
+      }
+      state.originals = [:]
+      if closing { state.closed = true }
+    }
+  }
+}

@@ -1,0 +1,4 @@
+/// Doubles `value`.
+public func double(_ value: Int) -> Int {
+  value + value
+}

@@ -1,0 +1,5 @@
+/// Negates `value`.
+public func negate(_ value: Int) -> Int {
+  // TODO: return minus the value
+  0
+}

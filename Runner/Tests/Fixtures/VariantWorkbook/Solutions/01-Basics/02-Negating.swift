@@ -1,0 +1,4 @@
+/// Negates `value`.
+public func negate(_ value: Int) -> Int {
+  -value
+}
