@@ -129,7 +129,9 @@ struct KeepBothAPIsTests {
 
     let answers = try await withDeadline(
       .seconds(2), "concurrent currentReading(for:) calls",
-      hint: "some call never resumes its continuation"
+      hint:
+        "the completion handler's failure path never resumes the continuation (one city is "
+        + "unknown), or some call never resumes it"
     ) {
       try await withThrowingTaskGroup(of: (String, String, String).self) { group in
         for round in 0..<5 {
@@ -159,8 +161,29 @@ struct KeepBothAPIsTests {
     #expect(station.requestCount == 5 * cities.count)
     for (city, api, summary) in answers {
       let expected = Self.readings[city].map { "\($0)" } ?? "unknownCity(\"\(city)\")"
-      #expect(summary == expected, "\(api) API, \(city)")
+      #expect(summary == expected, Self.mismatch(api: api, city: city, summary, expected))
     }
+  }
+
+  /// What went wrong when one call in `bothAPIsConcurrently` answered `summary`.
+  static func mismatch(
+    api: String, city: String, _ summary: String, _ expected: String
+  )
+    -> Comment
+  {
+    guard api == "async", readings[city] == nil else {
+      return "the \(api) API answered \(summary) for \(city), not \(expected)"
+    }
+    if Double(summary) != nil {
+      return """
+        currentReading(for:) returned \(summary) °C for \(city) although the station \
+        reported \(expected): throw the station's own error instead of returning a placeholder
+        """
+    }
+    return """
+      currentReading(for:) threw \(summary) for \(city), not the station's own error \
+      \(expected): callers already switch over WeatherStationError, so pass it on unchanged
+      """
   }
 
   static func summary<E: Error>(of result: Result<WeatherReading, E>) -> String {

@@ -183,17 +183,17 @@ struct RunningProcessesTests {
     let runner = WatchedRunner().runner
 
     let status = try await withDeadline(
-      .seconds(4), "run(/bin/sh -c sleep 1)", hint: Self.resumeHint, on: executor
+      .seconds(5), "run(/bin/sh -c sleep 1.5)", hint: Self.resumeHint, on: executor
     ) {
-      try await runner.run(Self.shell, arguments: ["-c", "sleep 1"])
+      try await runner.run(Self.shell, arguments: ["-c", "sleep 1.5"])
     }
 
     #expect(status.code == 0, "code must be the program's terminationStatus")
-    // The program takes a second; a run() that suspends holds its thread for moments only.
+    // The program takes 1.5 s; a run() that suspends holds its thread for moments only.
     let held = executor.longestJob
     let seconds = (held / .milliseconds(100)).rounded() / 10
     #expect(
-      held < .milliseconds(700),
+      held < .seconds(1),
       """
       run() blocked its thread instead of suspending: one step held its thread for \
       \(seconds) s while the program ran (waitUntilExit(), or reading a pipe right in the \
