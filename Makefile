@@ -17,7 +17,7 @@ CHAPTER ?=
 EXERCISE ?=
 SELECT = $(if $(CHAPTER),--chapter $(CHAPTER)) $(if $(EXERCISE),--exercise $(EXERCISE))
 
-.PHONY: help check hint watch test tsan verify mistakes fingerprint lint format docs docs-preview docs-check listings bench clean server clipper
+.PHONY: help check hint watch test tsan verify mistakes fingerprint lint print-lint-paths format docs docs-preview docs-check listings bench clean server clipper
 
 help: ## List the targets
 	@echo "Swift Concurrency workbook"
@@ -47,13 +47,13 @@ $(WORKBOOK): $(RUNNER_SOURCES)
 	@touch $@
 
 check: $(WORKBOOK) ## Grade exercises
-	@$(WORKBOOK) check $(SELECT)
+	@WORKBOOK_MAKE=1 $(WORKBOOK) check $(SELECT)
 
 hint: $(WORKBOOK) ## Show the next hint
-	@$(WORKBOOK) hint $(EXERCISE)
+	@WORKBOOK_MAKE=1 $(WORKBOOK) hint $(EXERCISE)
 
 watch: $(WORKBOOK) ## Re-grade on every save
-	@$(WORKBOOK) watch $(if $(CHAPTER),--chapter $(CHAPTER))
+	@WORKBOOK_MAKE=1 $(WORKBOOK) watch $(if $(CHAPTER),--chapter $(CHAPTER))
 
 verify: $(WORKBOOK) ## Developer check
 	@$(WORKBOOK) verify $(if $(CHAPTER),--chapter $(CHAPTER))
@@ -69,6 +69,9 @@ test: ## Everything CI runs
 
 tsan: ## The solutions' tests under Thread Sanitizer
 	@scripts/tsan.sh
+
+print-lint-paths:
+	@echo $(LINT_PATHS)
 
 lint: ## swift format lint --strict
 	@swift format lint --strict --recursive --parallel $(LINT_PATHS)

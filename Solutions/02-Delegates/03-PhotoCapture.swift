@@ -36,17 +36,22 @@ enum PhotoCaptureError: Error, Equatable {
 
 /// Takes photos with a `PhotoOutput` and returns them as images.
 final class PhotoCaptureProcessor: PhotoCaptureDelegate, Sendable {
-  /// The caller waiting for the photo: the stored continuation replaces the stored
-  /// completion closure, and throwing replaces `nil`.
-  private let waiting = Mutex<CheckedContinuation<Image, any Error>?>(nil)
+  /// The callers waiting for a photo, oldest first: stored continuations replace the stored
+  /// completion closure, and throwing replaces `nil`. A list, not a single slot: captures
+  /// may overlap, and a second one must not push the first caller out.
+  private let waiting = Mutex<[CheckedContinuation<Image, any Error>]>([])
 
   /// Captures one photo and returns it, or throws why there is none: the camera's
   /// `CameraError`, or a `PhotoCaptureError`.
+  ///
+  /// Captures may overlap. Each report answers the caller who has waited longest: two photos
+  /// taken at the same moment are as good as each other.
   func capturePhoto(with output: PhotoOutput) async throws -> Image {
     // The output holds its delegate weakly. `self` stays alive while this method is
     // suspended, because the caller holds the processor for the whole call.
     try await withCheckedThrowingContinuation { continuation in
-      waiting.withLock { $0 = continuation }
+      // Store before capturing: a camera may report before `capturePhoto` even returns.
+      waiting.withLock { $0.append(continuation) }
       output.capturePhoto(delegate: self)
     }
   }
@@ -54,8 +59,11 @@ final class PhotoCaptureProcessor: PhotoCaptureDelegate, Sendable {
   func photoOutput(
     _ output: PhotoOutput, didFinishProcessingPhoto photo: CapturedPhoto, error: (any Error)?
   ) {
-    // Take the continuation out first: a second report for the same capture finds nothing.
-    guard let continuation = waiting.withLock({ $0.take() }) else { return }
+    // Take the oldest continuation out first: a repeated report that comes once every caller
+    // has been answered finds nothing.
+    guard let continuation = waiting.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else {
+      return
+    }
     continuation.resume(with: Self.outcome(of: photo, error: error))
   }
 

@@ -32,7 +32,8 @@ enum LocationPermissionError: Error, Equatable {
 /// Returns where the user is now, asking for permission first if nobody has asked yet.
 ///
 /// Throws `LocationPermissionError` when permission is denied or restricted, and the
-/// manager's own error when locating fails.
+/// manager's own error when locating fails. Calls that overlap on one manager share its
+/// answer: the manager has one delegate, and the later call answers the earlier one too.
 func currentLocation(using manager: LocationManager) async throws -> Location {
   // The manager holds its delegate weakly, so something must hold the request for as long
   // as the caller waits. Calling a method on it does: `request` stays alive until `run()`
@@ -47,6 +48,9 @@ private final class LocationRequest: LocationManagerDelegate, Sendable {
   private let manager: LocationManager
   /// The waiting caller; `nil` before `run()` and once the caller has been answered.
   private let waiting = Mutex<CheckedContinuation<Location, any Error>?>(nil)
+  /// The request that was the manager's delegate when this one took its place, if any: the
+  /// manager reports to one delegate only, so that request hears our answer from us.
+  private let replaced = Mutex<LocationRequest?>(nil)
 
   init(manager: LocationManager) {
     self.manager = manager
@@ -57,6 +61,10 @@ private final class LocationRequest: LocationManagerDelegate, Sendable {
       // Store first: the manager reports its status as soon as the delegate is set, and for
       // a synchronous script that is inside the assignment below.
       waiting.withLock { $0 = continuation }
+      // Another call may be waiting on this manager already. Once we are the delegate, its
+      // request never hears another word: take it along, and answer it when we are answered.
+      let previous = manager.delegate as? LocationRequest
+      replaced.withLock { $0 = previous }
       manager.delegate = self
     }
   }
@@ -97,5 +105,13 @@ private final class LocationRequest: LocationManagerDelegate, Sendable {
     manager.stopUpdatingLocation()
     manager.delegate = nil
     continuation.resume(with: result)
+    replaced.withLock { $0.take() }?.answer(result)
+  }
+
+  /// Answers a request whose place as the delegate was taken, and the one it replaced in
+  /// turn. The manager is no longer its business: it is not told anything.
+  private func answer(_ result: Result<Location, any Error>) {
+    waiting.withLock { $0.take() }?.resume(with: result)
+    replaced.withLock { $0.take() }?.answer(result)
   }
 }

@@ -54,7 +54,9 @@ public protocol ChatConnectionDelegate: AnyObject {
 ///
 /// Every completion handler and delegate call runs on `callbackQueue` (by default a private
 /// serial queue, so on some arbitrary thread), in the order the events happened. Each
-/// completion handler is called exactly once.
+/// completion handler is called exactly once. A line goes to the delegate that was set when
+/// the line was read from the socket: set it before connecting, or lines that came with the
+/// welcome are lost.
 public final class ChatConnection: @unchecked Sendable {
   private enum State {
     case idle, connecting, connected, closed
@@ -68,7 +70,8 @@ public final class ChatConnection: @unchecked Sendable {
 
   private let lock = NSLock()
   private weak var _delegate: ChatConnectionDelegate?
-  private let callbackQueue: DispatchQueue
+  /// Runs each callback, in order: `callbackQueue.async` unless a test chose otherwise.
+  private let schedule: @Sendable (@escaping @Sendable () -> Void) -> Void
   private let queue = DispatchQueue(label: "ChatKit.ChatConnection")
 
   // Everything below belongs to `queue`.
@@ -93,7 +96,16 @@ public final class ChatConnection: @unchecked Sendable {
   public init(
     callbackQueue: DispatchQueue = DispatchQueue(label: "ChatKit.ChatConnection.callbacks")
   ) {
-    self.callbackQueue = callbackQueue
+    schedule = { callbackQueue.async(execute: $0) }
+  }
+
+  /// A connection that hands each delegate call and completion handler, in order, to
+  /// `schedule`, which must run them one at a time in that order. For tests: a scheduler
+  /// that runs them on the caller's own thread, behind whatever runs there (as a framework
+  /// calling back on the main queue does), shows whether the caller blocks that thread
+  /// while it waits for a completion.
+  public init(callbacksVia schedule: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) {
+    self.schedule = schedule
   }
 
   /// Connects to the server at `host:port` and joins as `name`.
@@ -193,7 +205,7 @@ public final class ChatConnection: @unchecked Sendable {
   // MARK: - Events (all on `queue`)
 
   private func callback(_ body: @escaping @Sendable () -> Void) {
-    callbackQueue.async(execute: body)
+    schedule(body)
   }
 
   private func append(_ line: String) {
@@ -222,7 +234,12 @@ public final class ChatConnection: @unchecked Sendable {
           return fail(.rejected(line))
         }
       case .connected:
-        callback { [self] in delegate?.chatConnection(self, didReceive: line) }
+        // The delegate set when the line was read hears it, as with a framework that
+        // snapshots its delegate when data arrives: lines read together with the welcome
+        // are already on their way before the connect's completion runs, so a delegate set
+        // after that misses them, every time.
+        let receiver = delegate
+        callback { [self, weak receiver] in receiver?.chatConnection(self, didReceive: line) }
       case .idle, .closed:
         return
       }

@@ -46,6 +46,7 @@ public final class ChatServer: @unchecked Sendable {
   private let requestedPort: UInt16
   private let queue = DispatchQueue(label: "ChatKit.ChatServer")
   private let log: (@Sendable (String) -> Void)?
+  private let greeting: [String]
 
   // Everything below belongs to `queue`.
   private var listenFD: Int32 = -1
@@ -61,8 +62,15 @@ public final class ChatServer: @unchecked Sendable {
   /// A server for 127.0.0.1:`port`; port 0 lets the kernel choose a free one (see
   /// ``port`` after ``start()``). `log`, if given, receives one line per join and leave,
   /// on the server's queue.
-  public init(port: UInt16 = 0, log: (@Sendable (String) -> Void)? = nil) {
+  ///
+  /// `greeting`, like a message of the day, is sent to each client that joins right after
+  /// its `* welcome NAME`, in the same write: the client reads them together, so a client
+  /// that starts listening only once its connect completed has already missed them.
+  public init(
+    port: UInt16 = 0, greeting: [String] = [], log: (@Sendable (String) -> Void)? = nil
+  ) {
     requestedPort = port
+    self.greeting = greeting
     self.log = log
   }
 
@@ -220,6 +228,7 @@ public final class ChatServer: @unchecked Sendable {
     }
     client.name = name
     enqueue("* welcome \(name)", to: client)
+    for line in greeting { enqueue(line, to: client) }
     broadcast("* \(name) joined", except: client)
     log?("\(name) joined")
   }

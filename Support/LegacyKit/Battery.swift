@@ -10,7 +10,9 @@ import Foundation
 /// and how many times each notification is posted (0: the level changes without a word).
 ///
 /// Every read of ``level`` is counted in ``levelReadCount``. An observer block reads it, so
-/// the count shows whether a posted change still reached an observer. Thread-safe.
+/// the count shows whether a posted change still reached an observer. A read made outside the
+/// post, on another thread or later, is counted in ``levelReadsOutsidePostsCount`` as well.
+/// Thread-safe.
 public final class Battery: @unchecked Sendable {
   /// Posted after ``level`` changed. The object is the battery; there is no `userInfo`.
   public static let levelDidChangeNotification = Notification.Name(
@@ -25,6 +27,31 @@ public final class Battery: @unchecked Sendable {
   private var charge: Int
   private var reads = 0
   private var posts = 0
+  private var readsOutsidePosts = 0
+  /// The threads that are posting a change of ``simulateChanges(to:)`` right now, for any
+  /// battery: an observer that hears every battery reads this one's level in another's post.
+  private static let postingLock = NSLock()
+  private static var postingThreads: [pthread_t] = []
+
+  private static var isPosting: Bool {
+    postingLock.lock()
+    defer { postingLock.unlock() }
+    let me = pthread_self()
+    return postingThreads.contains(where: { pthread_equal($0, me) != 0 })
+  }
+
+  private static func posting(_ post: () -> Void) {
+    postingLock.lock()
+    postingThreads.append(pthread_self())
+    postingLock.unlock()
+    post()
+    postingLock.lock()
+    let me = pthread_self()
+    if let index = postingThreads.firstIndex(where: { pthread_equal($0, me) != 0 }) {
+      postingThreads.remove(at: index)
+    }
+    postingLock.unlock()
+  }
 
   /// - Parameters:
   ///   - level: The charge to begin with, in percent.
@@ -40,12 +67,24 @@ public final class Battery: @unchecked Sendable {
     self.script = script
   }
 
-  /// The charge, in percent. Each read is counted in ``levelReadCount``.
+  /// The charge, in percent. Each read is counted in ``levelReadCount``, and a read that is
+  /// not made inside a post of ``simulateChanges(to:)``, on the posting thread, is counted in
+  /// ``levelReadsOutsidePostsCount`` too.
   public var level: Int {
     lock.lock()
     defer { lock.unlock() }
     reads += 1
+    if !Battery.isPosting { readsOutsidePosts += 1 }
     return charge
+  }
+
+  /// How many reads of ``level`` were made anywhere but inside a post of
+  /// ``simulateChanges(to:)``, on the thread that posted: by an observer block that the center
+  /// ran later on a queue of its own, for example, when the level may have changed again.
+  public var levelReadsOutsidePostsCount: Int {
+    lock.lock()
+    defer { lock.unlock() }
+    return readsOutsidePosts
   }
 
   /// How many times ``level`` has been read.
@@ -75,7 +114,9 @@ public final class Battery: @unchecked Sendable {
           self.lock.lock()
           self.posts += 1
           self.lock.unlock()
-          self.notificationCenter.post(name: Battery.levelDidChangeNotification, object: self)
+          Battery.posting {
+            self.notificationCenter.post(name: Battery.levelDidChangeNotification, object: self)
+          }
         }
       }
     }

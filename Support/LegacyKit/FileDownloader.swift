@@ -47,6 +47,7 @@ public final class FileDownloader: @unchecked Sendable {
   private let delivery: CallbackScript
   private let cancelReply: CallbackScript
   private let deliversAfterCancel: Bool
+  private let whileStarting: (@Sendable () -> Void)?
   private let lock = NSLock()
   private var started = 0
   private var cancelCalls = 0
@@ -62,9 +63,14 @@ public final class FileDownloader: @unchecked Sendable {
   ///     be 1.
   ///   - deliversAfterCancel: Whether a cancelled download still delivers its result
   ///     when `delivery` says it would have, after the cancelled reply.
+  ///   - whileStarting: Called inside ``download(_:completion:)``, on the caller's thread,
+  ///     after the download has started and before the call returns its task: a test can
+  ///     cancel the calling Swift task there, so that the cancel lands before the caller
+  ///     has had any chance to store the ``DownloadTask``.
   public init(
     files: [URL: Data], delivery: CallbackScript = .later(.milliseconds(300)),
-    cancelReply: CallbackScript = .default, deliversAfterCancel: Bool = false
+    cancelReply: CallbackScript = .default, deliversAfterCancel: Bool = false,
+    whileStarting: (@Sendable () -> Void)? = nil
   ) {
     precondition(delivery.times <= 1, "a download delivers its result at most once")
     precondition(cancelReply.times == 1, "a cancelled download reports it exactly once")
@@ -72,6 +78,7 @@ public final class FileDownloader: @unchecked Sendable {
     self.delivery = delivery
     self.cancelReply = cancelReply
     self.deliversAfterCancel = deliversAfterCancel
+    self.whileStarting = whileStarting
   }
 
   /// How many downloads have been started.
@@ -119,6 +126,7 @@ public final class FileDownloader: @unchecked Sendable {
       }
       handler?(result)
     }
+    whileStarting?()
     return task
   }
 

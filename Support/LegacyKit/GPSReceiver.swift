@@ -63,6 +63,7 @@ public final class GPSReceiver: @unchecked Sendable {
   private var starts = 0
   private var stops = 0
   private var reports = 0
+  private var unheard = 0
 
   /// - Parameters:
   ///   - readings: What each start reports, in order.
@@ -120,6 +121,16 @@ public final class GPSReceiver: @unchecked Sendable {
     return reports
   }
 
+  /// How many reports the receiver made while it was on and no delegate was set: reports
+  /// nobody heard, because the delegate was set after the start (a synchronous script reports
+  /// inside the start call, a background one may report before the caller's next line), or
+  /// because the delegate was deallocated.
+  public var unheardReportCount: Int {
+    lock.lock()
+    defer { lock.unlock() }
+    return unheard
+  }
+
   /// Turns the receiver on: the readings begin again from the first. Starting while it is
   /// already on does nothing.
   public func startUpdatingLocation() {
@@ -162,6 +173,7 @@ public final class GPSReceiver: @unchecked Sendable {
       let current = updating && self.session == session
       let delegate = storedDelegate
       if current, delegate != nil { reports += 1 }
+      if current, delegate == nil { unheard += 1 }
       lock.unlock()
       guard current else { return }
       // Whichever delegate is set now; one that has been deallocated is simply not told.

@@ -24,6 +24,10 @@ private let againHint =
   "the continuation of the first pick is still stored, so this pick's continuation was "
   + "refused or never resumed; take the stored continuation out (leaving nil) when you "
   + "resume it"
+private let storeFirstHint =
+  "this picker answered inside present(), before it returned, and your continuation was not "
+  + "stored yet, so the answer found nobody; store or subscribe before you start: store the "
+  + "continuation first, then call present()"
 private let replacedHint =
   "presenting again replaced the sheet this caller was waiting on, and a replaced sheet "
   + "never reports; resume the continuation you find stored (with nil) before you store "
@@ -31,6 +35,31 @@ private let replacedHint =
 
 @Suite("2.1 Image picker")
 struct ImagePickerTests {
+  // First in the file on purpose: when several tests fail, the runner shows the first one,
+  // and this one tells "stored too late" apart from "never resumed at all".
+  @Test("Stores the continuation before presenting: a picker may answer inside present()")
+  func storesBeforePresenting() async throws {
+    // A picker that answers later works even if the continuation is stored after present()...
+    let later = ImagePickerController(answers: [.choose(beach)], script: .later(.milliseconds(300)))
+    let laterPicker = ImagePicker(controller: later)
+    let first = try await withDeadline(.seconds(2), "pickImage()", hint: pickHint) {
+      await laterPicker.pickImage()
+    }
+    #expect(
+      first == beach, "pickImage() must return what the user picked, or nil if they cancelled")
+
+    // ...but one that answers before present() returns finds nobody to resume.
+    let atOnce = ImagePickerController(answers: [.choose(dog)], script: .synchronously)
+    let atOncePicker = ImagePicker(controller: atOnce)
+    let second = try await withDeadline(
+      .seconds(2), "pickImage() with a picker that answers inside present()",
+      hint: storeFirstHint
+    ) {
+      await atOncePicker.pickImage()
+    }
+    #expect(second == dog, "pickImage() must return what the user picked, or nil if they cancelled")
+  }
+
   @Test("Returns the image the user picks", arguments: scripts)
   func returnsThePickedImage(script: CallbackScript) async throws {
     let controller = ImagePickerController(answers: [.choose(beach)], script: script)
@@ -40,7 +69,8 @@ struct ImagePickerTests {
       await picker.pickImage()
     }
 
-    #expect(image == beach)
+    #expect(
+      image == beach, "pickImage() must return what the user picked, or nil if they cancelled")
     #expect(controller.presentationCount == 1, "pickImage() must present the picker once")
   }
 
@@ -72,7 +102,7 @@ struct ImagePickerTests {
       await picker.pickImage()
     }
     let first = try await withDeadline(
-      .seconds(2), "the first pickImage(), whose sheet was replaced", hint: replacedHint
+      .seconds(2), "the first pickImage(), whose sheet was replaced,", hint: replacedHint
     ) {
       await abandoned.value
     }
@@ -101,9 +131,11 @@ struct ImagePickerTests {
         await picker.pickImage()
       }
 
-      #expect(first == beach)
+      #expect(
+        first == beach, "pickImage() must return what the user picked, or nil if they cancelled")
       #expect(second == nil, "the user cancelled the second pick")
-      #expect(third == dog)
+      #expect(
+        third == dog, "pickImage() must return what the user picked, or nil if they cancelled")
       #expect(controller.presentationCount == 3, "each pick presents the picker once")
     }
 
@@ -119,7 +151,8 @@ struct ImagePickerTests {
       // continuation again happens while this test is running.
       let bothReported = await eventually { controller.reportCount == 2 }
 
-      #expect(image == beach)
+      #expect(
+        image == beach, "pickImage() must return what the user picked, or nil if they cancelled")
       #expect(bothReported, "the picker's second report did not finish")
     }
   }

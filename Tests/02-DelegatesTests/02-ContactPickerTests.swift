@@ -20,12 +20,49 @@ private let selectHint =
 private let cancelHint =
   "nothing resumes the continuation when the user cancels; contactPickerDidCancel(_:) is "
   + "an optional delegate method, so the compiler never asked you to implement it"
+private let storeFirstHint =
+  "this picker answered inside present(), before it returned, and your continuation was not "
+  + "stored yet, so the answer found nobody; store or subscribe before you start: store the "
+  + "continuation first, then call present()"
+private let replacedHint =
+  "presenting again replaced the sheet this caller was waiting on, and a replaced sheet "
+  + "never reports; resume the continuation you find stored (with nil) before you store "
+  + "the new one"
+private let secondHint =
+  "the continuation of the first pick is still stored, so this pick's continuation was "
+  + "refused or never resumed; a new pick replaces the sheet on screen: answer the stored "
+  + "caller with nil and store the new continuation"
 private let againHint =
   "the continuation of the first pick is still stored; take it out (leaving nil) when you "
   + "resume it"
 
 @Suite("2.2 Contact picker")
 struct ContactPickerTests {
+  // First in the file on purpose: when several tests fail, the runner shows the first one,
+  // and this one tells "stored too late" apart from "never resumed at all".
+  @Test("Stores the continuation before presenting: a picker may answer inside present()")
+  func storesBeforePresenting() async throws {
+    // A picker that answers later works even if the continuation is stored after present()...
+    let later = ContactPickerViewController(
+      answers: [.choose(ada)], script: .later(.milliseconds(300)))
+    let laterPicker = ContactPicker(controller: later)
+    let first = try await withDeadline(.seconds(2), "pickContact()", hint: selectHint) {
+      await laterPicker.pickContact()
+    }
+    #expect(first == ada, "the user selected \(ada)")
+
+    // ...but one that answers before present() returns finds nobody to resume.
+    let atOnce = ContactPickerViewController(answers: [.choose(grace)], script: .synchronously)
+    let atOncePicker = ContactPicker(controller: atOnce)
+    let second = try await withDeadline(
+      .seconds(2), "pickContact() with a picker that answers inside present()",
+      hint: storeFirstHint
+    ) {
+      await atOncePicker.pickContact()
+    }
+    #expect(second == grace, "the user selected \(grace)")
+  }
+
   @Test("Returns the contact the user selects", arguments: scripts)
   func returnsTheSelectedContact(script: CallbackScript) async throws {
     let controller = ContactPickerViewController(answers: [.choose(ada)], script: script)
@@ -35,7 +72,9 @@ struct ContactPickerTests {
       await picker.pickContact()
     }
 
-    #expect(contact == ada)
+    #expect(
+      contact == ada,
+      "pickContact() must return the contact the user selected, or nil if they cancelled")
     #expect(controller.presentationCount == 1, "pickContact() must present the picker once")
   }
 
@@ -50,6 +89,33 @@ struct ContactPickerTests {
 
     #expect(contact == nil, "a cancelled pick returns nil")
     #expect(controller.presentationCount == 1, "pickContact() must present the picker once")
+  }
+
+  @Test("Presenting again after the user walked away answers both callers", arguments: scripts)
+  func presentingAgainAnswersBothCallers(script: CallbackScript) async throws {
+    let controller = ContactPickerViewController(
+      answers: [.walkAway, .choose(grace)], script: script)
+    let picker = ContactPicker(controller: controller)
+
+    // The first sheet stays on screen and never reports: its caller waits...
+    let abandoned = Task { await picker.pickContact() }
+    try #require(
+      await eventually { controller.presentationCount == 1 },
+      "pickContact() did not present the picker")
+    // ...until the app presents the picker again, which replaces that sheet.
+    let second = try await withDeadline(
+      .seconds(2), "a second pickContact(), while the first still waited,", hint: secondHint
+    ) {
+      await picker.pickContact()
+    }
+    let first = try await withDeadline(
+      .seconds(2), "the first pickContact(), whose sheet was replaced,", hint: replacedHint
+    ) {
+      await abandoned.value
+    }
+
+    #expect(second == grace, "the second sheet's answer goes to the second caller")
+    #expect(first == nil, "the caller whose sheet was replaced gets nil, as if cancelled")
   }
 
   /// The tests in which a later report can reach an earlier continuation. A wrong answer
@@ -74,7 +140,9 @@ struct ContactPickerTests {
         contacts.append(contact)
       }
 
-      #expect(contacts == [nil, ada, nil, grace])
+      #expect(
+        contacts == [nil, ada, nil, grace],
+        "pickContact() must return the contact the user selected, or nil if they cancelled")
       #expect(controller.presentationCount == 4, "each pick presents the picker once")
     }
 
@@ -97,8 +165,12 @@ struct ContactPickerTests {
       }
       let cancelledTwice = await eventually { controller.reportCount == 4 }
 
-      #expect(selected == ada)
-      #expect(cancelled == nil)
+      #expect(
+        selected == ada,
+        "pickContact() must return the contact the user selected, or nil if they cancelled")
+      #expect(
+        cancelled == nil,
+        "pickContact() must return the contact the user selected, or nil if they cancelled")
       #expect(selectedTwice && cancelledTwice, "the picker's second report did not finish")
     }
   }

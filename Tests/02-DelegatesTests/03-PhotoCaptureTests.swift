@@ -26,12 +26,44 @@ private let noDataHint =
 private let undecodableHint =
   "when Image(fileData:) cannot read the file, the stored continuation must throw "
   + "PhotoCaptureError.undecodableData"
+private let storeFirstHint =
+  "this camera reported inside capturePhoto(delegate:), before it returned, and your "
+  + "continuation was not stored yet, so the report found nobody; store or subscribe before "
+  + "you start: store the continuation first, then start the capture"
+private let overlapHint =
+  "a second capture began while the first was still waiting, and its continuation took the "
+  + "place of the first one, which nothing resumes any more; keep every waiting caller (a "
+  + "list, answered in order), or give each capture its own delegate object"
 private let againHint =
   "a capture after the first never returns: store a new continuation for each capture, and "
   + "take the stored one out (leaving nil) when you resume it"
 
 @Suite("2.3 Photo capture")
 struct PhotoCaptureTests {
+  // First in the file on purpose: when several tests fail, the runner shows the first one,
+  // and this one tells "stored too late" apart from "never resumed at all".
+  @Test("Stores the continuation before capturing: a camera may report inside the call")
+  func storesBeforeCapturing() async throws {
+    // A camera that reports later works even if the continuation is stored after the call...
+    let later = PhotoOutput(outcomes: [.photo(sunset)], script: .later(.milliseconds(300)))
+    let laterProcessor = PhotoCaptureProcessor()
+    let first = try await withDeadline(.seconds(2), "capturePhoto(with:)", hint: photoHint) {
+      try await laterProcessor.capturePhoto(with: later)
+    }
+    #expect(first == sunset, "the camera took \(sunset)")
+
+    // ...but one that reports before capturePhoto(delegate:) returns finds nobody to resume.
+    let atOnce = PhotoOutput(outcomes: [.photo(harbour)], script: .synchronously)
+    let atOnceProcessor = PhotoCaptureProcessor()
+    let second = try await withDeadline(
+      .seconds(2), "capturePhoto(with:) with a camera that reports inside the call",
+      hint: storeFirstHint
+    ) {
+      try await atOnceProcessor.capturePhoto(with: atOnce)
+    }
+    #expect(second == harbour, "the camera took \(harbour)")
+  }
+
   @Test("Returns the captured photo", arguments: scripts)
   func returnsThePhoto(script: CallbackScript) async throws {
     let output = PhotoOutput(outcomes: [.photo(sunset)], script: script)
@@ -41,7 +73,7 @@ struct PhotoCaptureTests {
       try await processor.capturePhoto(with: output)
     }
 
-    #expect(image == sunset)
+    #expect(image == sunset, "capturePhoto(with:) must return the photo the camera took")
     #expect(output.captureCount == 1, "capturePhoto(with:) must capture exactly once")
   }
 
@@ -50,7 +82,10 @@ struct PhotoCaptureTests {
     let output = PhotoOutput(outcomes: [.failure(.deviceBusy)], script: script)
     let processor = PhotoCaptureProcessor()
 
-    await #expect(throws: CameraError.deviceBusy) {
+    await #expect(
+      throws: CameraError.deviceBusy,
+      "when the camera reports an error, throw that error itself, not a PhotoCaptureError"
+    ) {
       try await withDeadline(.seconds(2), "capturePhoto(with:)", hint: errorHint) {
         try await processor.capturePhoto(with: output)
       }
@@ -62,7 +97,10 @@ struct PhotoCaptureTests {
     let output = PhotoOutput(outcomes: [.noData], script: script)
     let processor = PhotoCaptureProcessor()
 
-    await #expect(throws: PhotoCaptureError.noData) {
+    await #expect(
+      throws: PhotoCaptureError.noData,
+      "a capture with neither a file nor an error throws PhotoCaptureError.noData"
+    ) {
       try await withDeadline(.seconds(2), "capturePhoto(with:)", hint: noDataHint) {
         try await processor.capturePhoto(with: output)
       }
@@ -74,7 +112,12 @@ struct PhotoCaptureTests {
     let output = PhotoOutput(outcomes: [.corruptData], script: script)
     let processor = PhotoCaptureProcessor()
 
-    await #expect(throws: PhotoCaptureError.undecodableData) {
+    await #expect(
+      throws: PhotoCaptureError.undecodableData,
+      Comment(
+        rawValue: "a file that Image(fileData:) cannot read throws "
+          + "PhotoCaptureError.undecodableData: each failure throws its own error")
+    ) {
       try await withDeadline(.seconds(2), "capturePhoto(with:)", hint: undecodableHint) {
         try await processor.capturePhoto(with: output)
       }
@@ -94,6 +137,40 @@ struct PhotoCaptureTests {
         try await processor.capturePhoto(with: output)
       }
     }
+  }
+
+  @Test("Two overlapping captures both return their photo")
+  func overlappingCapturesBothReturn() async throws {
+    let gate = CallbackGate()
+    let output = PhotoOutput(outcomes: [.photo(sunset), .photo(harbour)], script: gate.script)
+    let processor = PhotoCaptureProcessor()
+
+    // Both captures start before the camera reports anything...
+    let earlier = Task { try await processor.capturePhoto(with: output) }
+    try #require(
+      await eventually { gate.heldCount == 1 }, "capturePhoto(with:) did not start the capture")
+    let later = Task { try await processor.capturePhoto(with: output) }
+    try #require(
+      await eventually { gate.heldCount == 2 },
+      "a second capturePhoto(with:) did not start its capture")
+    // ...then it reports both, in the order they were taken.
+    gate.open()
+    let second = try await withDeadline(
+      .seconds(2), "a second capturePhoto(with:), which began while the first still waited,",
+      hint: overlapHint
+    ) {
+      try await later.value
+    }
+    let first = try await withDeadline(
+      .seconds(2), "the first capturePhoto(with:), still waiting when the second began,",
+      hint: overlapHint
+    ) {
+      try await earlier.value
+    }
+
+    #expect(first == sunset, "the first capture's photo goes to the first caller")
+    #expect(second == harbour, "the second capture's photo goes to the second caller")
+    #expect(output.captureCount == 2, "each call captures exactly once")
   }
 
   /// The tests in which a later report can reach an earlier continuation. A wrong answer
@@ -123,11 +200,24 @@ struct PhotoCaptureTests {
         outcomes.append(outcome)
       }
 
-      #expect(throws: PhotoCaptureError.noData) { try outcomes[0].get() }
-      #expect(try outcomes[1].get() == sunset)
-      #expect(throws: PhotoCaptureError.undecodableData) { try outcomes[2].get() }
-      #expect(throws: CameraError.sensorFault) { try outcomes[3].get() }
-      #expect(try outcomes[4].get() == harbour)
+      #expect(
+        throws: PhotoCaptureError.noData,
+        "each failure throws its own error: no file and no error is PhotoCaptureError.noData"
+      ) { try outcomes[0].get() }
+      #expect(
+        try outcomes[1].get() == sunset, "capturePhoto(with:) must return the photo the camera took"
+      )
+      #expect(
+        throws: PhotoCaptureError.undecodableData,
+        "a file that is not an image throws PhotoCaptureError.undecodableData"
+      ) { try outcomes[2].get() }
+      #expect(
+        throws: CameraError.sensorFault,
+        "each failure throws its own error: the camera's error is thrown as it is"
+      ) { try outcomes[3].get() }
+      #expect(
+        try outcomes[4].get() == harbour,
+        "capturePhoto(with:) must return the photo the camera took")
       #expect(output.captureCount == 5, "each call captures exactly once")
     }
 
@@ -143,7 +233,7 @@ struct PhotoCaptureTests {
       // continuation again happens while this test is running.
       let bothReported = await eventually { output.reportCount == 2 }
 
-      #expect(image == sunset)
+      #expect(image == sunset, "capturePhoto(with:) must return the photo the camera took")
       #expect(bothReported, "the camera's second report did not finish")
       withExtendedLifetime(processor) {}
     }

@@ -20,6 +20,15 @@ private let askHint =
   "while the status is .notDetermined, ask with requestWhenInUseAuthorization() and wait "
   + "for the next locationManagerDidChangeAuthorization; is your delegate still alive when "
   + "the user answers? The manager holds it weakly"
+private let storeFirstHint =
+  "setting the delegate makes the manager report its status at once, here inside the "
+  + "assignment, and your continuation was not stored yet, so the report found nobody to "
+  + "answer; store or subscribe before you start: store the continuation first, then set "
+  + "the delegate"
+private let replacedHint =
+  "the second call made its own object the manager's delegate, and the manager reports to "
+  + "one delegate only, so the first call's delegate never hears another word; before you "
+  + "take its place, take the waiting request along and give it the same answer as yours"
 private let deniedHint =
   "a .denied or .restricted status must resume the stored continuation by throwing "
   + "LocationPermissionError"
@@ -29,18 +38,61 @@ private let failureHint =
 
 @Suite("2.4 Location, once")
 struct LocationOnceTests {
+  // First in the file on purpose: when several tests fail, the runner shows the first one,
+  // and this one tells "stored too late" apart from "never resumed at all".
+  @Test("Stores the continuation before setting the delegate: the manager reports at once")
+  func storesBeforeSettingTheDelegate() async throws {
+    // A manager that reports later works even if the continuation is stored after the
+    // delegate is set...
+    let later = LocationManager(
+      authorization: .authorizedWhenInUse, userAnswer: nil, updates: [.location(museum)],
+      script: .later(.milliseconds(300)))
+    let first = try await withDeadline(
+      .seconds(2), "currentLocation(using:)", hint: locationHint
+    ) {
+      try await currentLocation(using: later)
+    }
+    #expect(first == museum, "the manager's first location is \(museum)")
+
+    // ...but one that reports inside the assignment finds nobody to answer.
+    let atOnce = LocationManager(
+      authorization: .authorizedWhenInUse, userAnswer: nil, updates: [.location(bridge)],
+      script: .synchronously)
+    let second = try await withDeadline(
+      .seconds(2), "currentLocation(using:) with a manager that reports at once",
+      hint: storeFirstHint
+    ) {
+      try await currentLocation(using: atOnce)
+    }
+    #expect(second == bridge, "the manager's first location is \(bridge)")
+  }
+
   @Test("Asks the user when nobody has asked yet, and waits for their answer", arguments: scripts)
   func asksAndWaitsForTheAnswer(script: CallbackScript) async throws {
     let manager = LocationManager(
       authorization: .notDetermined, userAnswer: .authorizedWhenInUse,
       updates: [.location(museum)], script: script)
 
-    let location = try await withDeadline(.seconds(2), "currentLocation(using:)", hint: askHint) {
-      try await currentLocation(using: manager)
+    let outcome = try await withDeadline(.seconds(2), "currentLocation(using:)", hint: askHint) {
+      do {
+        return Result<Location, any Error>.success(try await currentLocation(using: manager))
+      } catch {
+        return .failure(error)
+      }
     }
     let stopped = await eventually { !manager.isUpdatingLocation }
 
-    #expect(location == museum)
+    if case .failure(let error) = outcome {
+      Issue.record(
+        Comment(
+          rawValue:
+            "currentLocation(using:) threw \(error) before the user had answered: the first "
+            + "status report says .notDetermined, which is not an answer; ask with "
+            + "requestWhenInUseAuthorization(), and neither throw nor start updates until the "
+            + "next status report"))
+    }
+    let location = try? outcome.get()
+    #expect(location == museum, "currentLocation(using:) must return the manager's first location")
     #expect(manager.authorizationRequestCount >= 1, "the user must be asked")
     #expect(stopped, "updates must be stopped once the caller has its location")
   }
@@ -51,7 +103,10 @@ struct LocationOnceTests {
       authorization: .notDetermined, userAnswer: .denied, updates: [.location(museum)],
       script: script)
 
-    await #expect(throws: LocationPermissionError.denied) {
+    await #expect(
+      throws: LocationPermissionError.denied,
+      "a .denied status must throw LocationPermissionError.denied, without starting updates"
+    ) {
       try await withDeadline(.seconds(2), "currentLocation(using:)", hint: deniedHint) {
         try await currentLocation(using: manager)
       }
@@ -73,7 +128,10 @@ struct LocationOnceTests {
       authorization: status, userAnswer: .authorizedWhenInUse, updates: [.location(museum)],
       script: .default)
 
-    await #expect(throws: expected) {
+    await #expect(
+      throws: expected,
+      "a .denied or .restricted status must throw the matching LocationPermissionError at once"
+    ) {
       try await withDeadline(.seconds(2), "currentLocation(using:)", hint: deniedHint) {
         try await currentLocation(using: manager)
       }
@@ -92,10 +150,48 @@ struct LocationOnceTests {
     }
     let released = await eventually { manager.delegate == nil }
 
-    #expect(location == bridge)
+    #expect(location == bridge, "currentLocation(using:) must return the manager's first location")
     #expect(
       released,
       "the delegate outlived currentLocation(using:): let it go once the caller is answered")
+  }
+
+  @Test("A second call while the first still waits answers both callers")
+  func aSecondCallAnswersBothCallers() async throws {
+    let gate = CallbackGate()
+    let manager = LocationManager(
+      authorization: .notDetermined, userAnswer: .authorizedWhenInUse,
+      updates: [.location(museum), .location(bridge)], script: gate.script)
+
+    // The first call sets its delegate and waits for the manager's report...
+    let earlier = Task { try await currentLocation(using: manager) }
+    try #require(
+      await eventually { gate.heldCount == 1 },
+      "currentLocation(using:) did not set the manager's delegate")
+    // ...when another part of the app asks too, with the same manager; only then does the
+    // manager report anything.
+    let later = Task { try await currentLocation(using: manager) }
+    try #require(
+      await eventually { gate.heldCount == 2 },
+      "a second currentLocation(using:) did not set the manager's delegate")
+    gate.open()
+    let second = try await withDeadline(
+      .seconds(2), "a second currentLocation(using:), while the first still waited,",
+      hint: askHint
+    ) {
+      try await later.value
+    }
+    let first = try await withDeadline(
+      .seconds(2), "the first currentLocation(using:), whose delegate was replaced,",
+      hint: replacedHint
+    ) {
+      try await earlier.value
+    }
+    let stopped = await eventually { !manager.isUpdatingLocation }
+
+    #expect(second == museum, "the manager's first location is \(museum)")
+    #expect(first == museum, "a caller who was waiting already gets the same location")
+    #expect(stopped, "updates must be stopped once the callers have their location")
   }
 
   /// The tests in which more reports follow the one that answers the caller. A wrong answer
@@ -118,7 +214,7 @@ struct LocationOnceTests {
       // The later updates were already on their way. Wait until the manager has made every
       // report, so that resuming again for one of them happens while this test is running.
       let quiet = await eventually { manager.pendingReportCount == 0 }
-      let stopped = await eventually { !manager.isUpdatingLocation }
+      let stopped = await eventually(within: .seconds(1)) { !manager.isUpdatingLocation }
 
       #expect(location == museum, "the first location is the answer; later ones are ignored")
       #expect(quiet, "the manager's later reports did not finish")
@@ -134,13 +230,18 @@ struct LocationOnceTests {
         authorization: .authorizedWhenInUse, userAnswer: nil,
         updates: [.failure(.locationUnavailable), .location(museum)], script: script)
 
-      await #expect(throws: LocationError.locationUnavailable) {
+      await #expect(
+        throws: LocationError.locationUnavailable,
+        Comment(
+          rawValue: "locationManager(_:didFailWithError:) must throw the manager's error; it "
+            + "is an optional delegate method, so the compiler never asked for it")
+      ) {
         try await withDeadline(.seconds(2), "currentLocation(using:)", hint: failureHint) {
           try await currentLocation(using: manager)
         }
       }
       let quiet = await eventually { manager.pendingReportCount == 0 }
-      let stopped = await eventually { !manager.isUpdatingLocation }
+      let stopped = await eventually(within: .seconds(1)) { !manager.isUpdatingLocation }
 
       #expect(quiet, "the manager's later reports did not finish")
       #expect(stopped, "updates must be stopped once the caller has been answered")
@@ -166,10 +267,15 @@ struct LocationOnceTests {
       let quiet = await eventually { manager.pendingReportCount == 0 }
 
       if answer == .denied {
-        #expect(throws: LocationPermissionError.denied) { try outcome.get() }
+        #expect(
+          throws: LocationPermissionError.denied,
+          "a .denied status must throw LocationPermissionError.denied, without starting updates"
+        ) { try outcome.get() }
         #expect(manager.startCount == 0, "updates must not be started without permission")
       } else {
-        #expect(try outcome.get() == museum)
+        #expect(
+          try outcome.get() == museum,
+          "currentLocation(using:) must return the manager's first location")
         #expect(!manager.isUpdatingLocation, "updates must be stopped")
       }
       #expect(quiet, "the manager's later reports did not finish")

@@ -17,6 +17,10 @@ private let scanHint =
 private let againHint =
   "a scan() after the first never returns: empty the list of waiting callers when you "
   + "resume them, and start the scanner for the first caller of each new scan"
+private let storeFirstHint =
+  "this scanner answered inside startScanning(), before it returned, and your continuation "
+  + "was not on the list of waiting callers yet, so the answer found nobody; store or "
+  + "subscribe before you start: add the caller to the list first, then start the scanner"
 private let sharedHint =
   "a caller who asked while a scan was running was never resumed; a second continuation "
   + "must not replace the first, or be dropped: keep every waiting caller and resume each "
@@ -48,6 +52,30 @@ private func codes(_ results: [Result<String, any Error>]) -> [String?] {
 
 @Suite("2.5 Concurrent callers")
 struct ConcurrentCallersTests {
+  // First in the file on purpose: when several tests fail, the runner shows the first one,
+  // and this one tells "stored too late" apart from "never resumed at all".
+  @Test("Stores the caller before starting the scanner: a scanner may answer inside the call")
+  func storesBeforeStarting() async throws {
+    // A scanner that answers later works even if the caller is stored after starting...
+    let later = SharedBarcodeScanner(
+      scanner: BarcodeScanner(scans: [.code(ean)], script: .later(.milliseconds(300))))
+    let first = try await withDeadline(.seconds(2), "scan()", hint: scanHint) {
+      try await later.scan()
+    }
+    #expect(first == ean, "the scanner read \(ean)")
+
+    // ...but one that answers before startScanning() returns finds nobody to resume.
+    let atOnce = SharedBarcodeScanner(
+      scanner: BarcodeScanner(scans: [.code(isbn)], script: .synchronously))
+    let second = try await withDeadline(
+      .seconds(2), "scan() with a scanner that answers inside startScanning()",
+      hint: storeFirstHint
+    ) {
+      try await atOnce.scan()
+    }
+    #expect(second == isbn, "the scanner read \(isbn)")
+  }
+
   @Test("Two callers at once share one scan and both get its code")
   func twoCallersShareOneScan() async throws {
     let scanner = BarcodeScanner(scans: [.code(ean), .code(isbn)], script: late)
@@ -58,8 +86,10 @@ struct ConcurrentCallersTests {
     #expect(
       scanner.startCount == 1,
       "start the scanner once for callers who ask during a scan: a second start gets busy")
-    #expect(throws: Never.self) { try results.map { try $0.get() } }
-    #expect(codes(results) == [ean, ean])
+    #expect(
+      throws: Never.self, "every caller who asked during the scan gets its code, not an error"
+    ) { try results.map { try $0.get() } }
+    #expect(codes(results) == [ean, ean], "scan() must return the code the scanner read")
   }
 
   @Test("Many callers at once share one scan", arguments: [3, 10, 50])
@@ -70,8 +100,12 @@ struct ConcurrentCallersTests {
     let results = try await scanAtOnce(shared, callers: callers)
 
     #expect(scanner.startCount == 1, "start the scanner once, for the first caller")
-    #expect(throws: Never.self) { try results.map { try $0.get() } }
-    #expect(codes(results) == Array(repeating: ean, count: callers))
+    #expect(
+      throws: Never.self, "every caller who asked during the scan gets its code, not an error"
+    ) { try results.map { try $0.get() } }
+    #expect(
+      codes(results) == Array(repeating: ean, count: callers),
+      "scan() must return the code the scanner read")
   }
 
   @Test("A failed scan throws its error to every caller who was waiting for it")
@@ -83,7 +117,10 @@ struct ConcurrentCallersTests {
 
     #expect(scanner.startCount == 1, "start the scanner once, for the first caller")
     for result in results {
-      #expect(throws: ScannerError.cameraUnavailable) { try result.get() }
+      #expect(
+        throws: ScannerError.cameraUnavailable,
+        "a failed scan throws its error to every caller who was waiting for it"
+      ) { try result.get() }
     }
   }
 
@@ -104,7 +141,7 @@ struct ConcurrentCallersTests {
         try await shared.scan()
       }
 
-      #expect(first == ean)
+      #expect(first == ean, "scan() must return the code the scanner read")
       #expect(second == isbn, "a caller who comes after a scan has ended gets a new scan")
       #expect(scanner.startCount == 2, "each scan starts the scanner once")
     }
@@ -118,8 +155,9 @@ struct ConcurrentCallersTests {
       let secondWave = try await scanAtOnce(shared, callers: 3)
 
       #expect(scanner.startCount == 2, "each wave of callers starts one scan")
-      #expect(codes(firstWave) == [ean, ean, ean])
-      #expect(codes(secondWave) == [isbn, isbn, isbn])
+      #expect(codes(firstWave) == [ean, ean, ean], "scan() must return the code the scanner read")
+      #expect(
+        codes(secondWave) == [isbn, isbn, isbn], "scan() must return the code the scanner read")
     }
 
     @Test("Every caller is answered once when the scanner reports the same scan twice")
@@ -133,7 +171,7 @@ struct ConcurrentCallersTests {
       // test is running.
       let bothReported = await eventually { scanner.reportCount == 2 }
 
-      #expect(codes(results) == [ean, ean, ean])
+      #expect(codes(results) == [ean, ean, ean], "scan() must return the code the scanner read")
       #expect(bothReported, "the scanner's second report did not finish")
     }
   }

@@ -19,7 +19,12 @@ struct CheckedAndUnsafeTests {
 
   @Test("Tests run a debug build, so the standard choice is the checked one")
   func debugBuildsAreChecked() {
-    #expect(ContinuationChecking.standard == .checked)
+    #expect(
+      ContinuationChecking.standard == .checked,
+      """
+      the standard choice must be .checked in debug builds, where tests run: unchecked only \
+      in release builds (#if DEBUG)
+      """)
   }
 
   @Test(
@@ -38,7 +43,12 @@ struct CheckedAndUnsafeTests {
       }
     }
 
-    #expect(handedOut == checking)
+    #expect(
+      handedOut == checking,
+      """
+      asked for \(checking), withBridgeContinuation handed body a \(handedOut) \
+      continuation: switch over `checking`
+      """)
   }
 
   @Test(
@@ -51,8 +61,8 @@ struct CheckedAndUnsafeTests {
       await reading(of: 7, from: hub, checking: checking)
     }
 
-    #expect(value == SensorHub.value(of: 7))
-    #expect(hub.reads == 1)
+    #expect(value == SensorHub.value(of: 7), "the bridge returned another channel's value")
+    #expect(hub.reads == 1, "one reading must read the hub exactly once")
   }
 
   @Test(

@@ -13,16 +13,26 @@ struct CancellationTests {
 
   static func makeDownloader(
     delivery: CallbackScript = .later(.milliseconds(300)), cancelReply: CallbackScript = .default,
-    deliversAfterCancel: Bool = false
+    deliversAfterCancel: Bool = false, whileStarting: (@Sendable () -> Void)? = nil
   ) -> FileDownloader {
     FileDownloader(
       files: [report: reportData], delivery: delivery, cancelReply: cancelReply,
-      deliversAfterCancel: deliversAfterCancel)
+      deliversAfterCancel: deliversAfterCancel, whileStarting: whileStarting)
   }
 
   static let hint =
     "a path never resumes the continuation: the downloader's reply (data, error or "
     + ".cancelled) must resume it, and a cancel must reach the DownloadTask"
+
+  /// What a lost cancel looks like to a test whose downloader only stops when cancelled.
+  static let lostCancel =
+    "the cancel never reached the DownloadTask (this downloader only stops when cancelled); "
+    + "onCancel must cancel it, and a cancel that comes before the DownloadTask is stored "
+    + "must not be lost"
+
+  static let throwsCancellationError =
+    "a cancelled download must throw CancellationError (the downloader's .cancelled reply "
+    + "becomes CancellationError())"
 
   @Test(
     "Returns the file when nobody cancels",
@@ -60,12 +70,17 @@ struct CancellationTests {
 
     task.cancel()
 
-    await #expect(throws: CancellationError.self) {
+    await #expect(
+      throws: CancellationError.self,
+      "cancelling the task must cancel the download (onCancel) and throw CancellationError"
+    ) {
       try await withDeadline(.seconds(2), "download(_:with:)", hint: Self.hint) {
         try await task.value
       }
     }
-    #expect(downloader.downloadsCancelled == 1, "the download must really be cancelled")
+    #expect(
+      downloader.downloadsCancelled == 1,
+      "the cancel never reached the DownloadTask: onCancel must cancel the download")
     #expect(downloader.downloadsRunning == 0)
   }
 
@@ -73,7 +88,14 @@ struct CancellationTests {
   func alreadyCancelled() async throws {
     let downloader = Self.makeDownloader()
 
-    await #expect(throws: CancellationError.self) {
+    await #expect(
+      throws: CancellationError.self,
+      """
+      the task was cancelled before the call, so onCancel ran before the download \
+      started: the cancel never reached the DownloadTask; a cancel that comes before the \
+      DownloadTask is stored must not be lost, and the call must throw CancellationError
+      """
+    ) {
       try await withDeadline(.seconds(2), "download(_:with:)", hint: Self.hint) {
         // Cancel this very task first: onCancel runs at once, before the download exists.
         withUnsafeCurrentTask { $0?.cancel() }
@@ -81,7 +103,9 @@ struct CancellationTests {
       }
     }
     #expect(
-      downloader.downloadsRunning == 0, "a download started after the cancel must be cancelled")
+      downloader.downloadsRunning == 0,
+      "the cancel never reached the DownloadTask: a download started after the cancel must be cancelled"
+    )
     #expect(downloader.downloadsStarted == downloader.downloadsCancelled)
   }
 
@@ -99,19 +123,74 @@ struct CancellationTests {
 
       // A lost cancel stops the loop at the deadline instead of costing 2 s per round.
       let outcome = try await withDeadline(
-        .seconds(2), "download(_:with:)",
-        hint: "the cancel never reached the DownloadTask (this downloader only stops when "
-          + "cancelled); onCancel must cancel it, even when it runs before the download "
-          + "has started"
+        .seconds(2), "download(_:with:)", hint: Self.lostCancel
       ) {
         await task.result
       }
       guard case .failure(let error) = outcome, error is CancellationError else {
-        Issue.record("round \(round): expected CancellationError, got \(outcome)")
+        Issue.record("round \(round): \(Self.throwsCancellationError); got \(outcome)")
         break
       }
     }
     #expect(downloader.downloadsRunning == 0)
+  }
+
+  @Test(
+    "A cancel that lands while the download is starting, before its DownloadTask is stored, still cancels it"
+  )
+  func cancelWhileStarting() async throws {
+    // The downloader cancels the calling task from inside download(_:completion:): onCancel
+    // runs after the download has started and before the bridge can store its task. A
+    // bridge that checks Task.isCancelled first, or whose onCancel only cancels a task it
+    // can already see, loses this cancel every time.
+    let downloader = Self.makeDownloader(delivery: .never) {
+      withUnsafeCurrentTask { $0?.cancel() }
+    }
+
+    await #expect(throws: CancellationError.self, "\(Self.throwsCancellationError)") {
+      try await withDeadline(.seconds(2), "download(_:with:)", hint: Self.lostCancel) {
+        try await download(Self.report, with: downloader)
+      }
+    }
+    #expect(downloader.downloadsStarted == 1)
+    #expect(
+      downloader.downloadsRunning == 0,
+      "the cancel never reached the DownloadTask: the download is still running")
+  }
+
+  @Test(
+    "A cancel from another thread while the downloader's reply is resuming the task gets through"
+  )
+  func cancelWhileTheReplyResumes() async throws {
+    // withCancellationRacingResume cancels the task from a third thread at the moment the
+    // downloader's reply, on its own thread, is inside resume. If that resume runs while
+    // holding a lock that onCancel takes, onCancel waits for the lock while the runtime's
+    // cancel holds the task's status lock: a deadlock in a real program, a failure naming
+    // it here.
+    for delay in [20, 50, 100, 200, 400] {
+      let downloader = Self.makeDownloader(delivery: .later(.milliseconds(delay)))
+      let (outcome, raced) = try await withCancellationRacingResume(
+        .seconds(3), "download(_:with:)", hint: Self.hint
+      ) {
+        let outcome: Result<Data, any Error>
+        do {
+          outcome = .success(try await download(Self.report, with: downloader))
+        } catch {
+          outcome = .failure(error)
+        }
+        return (outcome, Task.isCancelled)
+      }
+      switch outcome {
+      case .success(let data):
+        #expect(data == Self.reportData)
+      case .failure(let error):
+        #expect(error is CancellationError, "\(Self.throwsCancellationError); got \(error)")
+      }
+      // Cancelled means the probe ran inside the reply's resume; otherwise the reply came
+      // before the task had suspended, so try again with a later one.
+      if raced { return }
+    }
+    Issue.record("the test could not cancel the task while the downloader's reply resumed it")
   }
 
   @Test("Cancelling after the file arrived is harmless")
@@ -142,7 +221,8 @@ struct CancellationTests {
       }
       switch outcome {
       case .success(let data): #expect(data == Self.reportData)
-      case .failure(let error): #expect(error is CancellationError, "got \(error)")
+      case .failure(let error):
+        #expect(error is CancellationError, "\(Self.throwsCancellationError); got \(error)")
       }
     }
     #expect(downloader.downloadsRunning == 0)
@@ -157,7 +237,7 @@ struct CancellationTests {
 
     task.cancel()
 
-    await #expect(throws: CancellationError.self) {
+    await #expect(throws: CancellationError.self, "\(Self.throwsCancellationError)") {
       try await withDeadline(.seconds(2), "download(_:with:)", hint: Self.hint) {
         try await task.value
       }
@@ -174,7 +254,7 @@ struct CancellationTests {
     let cancelled = Task { try await download(Self.report, with: downloader) }
     await eventually("the download to start") { downloader.downloadsStarted == 1 }
     cancelled.cancel()
-    await #expect(throws: CancellationError.self) {
+    await #expect(throws: CancellationError.self, "\(Self.throwsCancellationError)") {
       try await withDeadline(.seconds(2), "download(_:with:)", hint: Self.hint) {
         try await cancelled.value
       }

@@ -1,3 +1,5 @@
+import Dispatch
+import LegacyKit
 import Synchronization
 import Testing
 import WorkbookTesting
@@ -10,9 +12,19 @@ struct TimeoutsTests {
     "the losing child is never cancelled, or the group waits for a child that is still "
     + "running; cancel the loser as soon as the first child finishes"
 
-  @Test("Returns the value of an operation that beats the limit, with the timer already gone")
-  func operationWins() async throws {
-    let clock = WatchedClock()
+  static let stillRunning = "still running when withTimeout returned: a child outlived the call"
+
+  static let callerCancelledHint =
+    "cancelling the caller never reached the operation: run it as a child task of a task "
+    + "group inside withTimeout, so that the caller's cancellation cancels it"
+
+  @Test(
+    "Returns the value of an operation that beats the limit, with the timer already gone",
+    arguments: [Duration.zero, .milliseconds(200)])
+  func operationWins(timerCancellationLag: Duration) async throws {
+    // With a lag, the cancelled timer takes a moment to end: a withTimeout that does not
+    // wait for it returns while it still runs, every time.
+    let clock = WatchedClock(cancellationLag: timerCancellationLag)
     let operation = WatchedOperation()
     let started = ContinuousClock.now
 
@@ -28,9 +40,12 @@ struct TimeoutsTests {
     #expect(value == 42)
     #expect(operation.finished == 1)
     #expect(clock.sleepsStarted == 1, "the limit must be measured with the clock passed in")
-    #expect(clock.sleepsRunning == 0, "the timer was still running when withTimeout returned")
+    #expect(clock.sleepsRunning == 0, "the timer was \(Self.stillRunning)")
+    // With a lag, waiting for the cancelled timer is right and takes its time; without one,
+    // a withTimeout that takes nearly the whole limit waited for the timer to run out.
     #expect(
-      elapsed < .milliseconds(700), "withTimeout waited for the timer instead of cancelling it")
+      elapsed < .milliseconds(700) + timerCancellationLag * 2,
+      "withTimeout waited for the timer instead of cancelling it")
   }
 
   @Test("Returns at once when the operation does not suspend at all")
@@ -46,7 +61,7 @@ struct TimeoutsTests {
     let elapsed = ContinuousClock.now - started
 
     #expect(value == "ready")
-    #expect(clock.sleepsRunning == 0, "the timer was still running when withTimeout returned")
+    #expect(clock.sleepsRunning == 0, "the timer was \(Self.stillRunning)")
     #expect(
       elapsed < .milliseconds(700), "withTimeout waited for the timer instead of cancelling it")
   }
@@ -57,7 +72,13 @@ struct TimeoutsTests {
     let operation = WatchedOperation()
     let started = ContinuousClock.now
 
-    await #expect(throws: TimeoutError(limit: .milliseconds(100))) {
+    await #expect(
+      throws: TimeoutError(limit: .milliseconds(100)),
+      """
+      the limit passed, so withTimeout must throw TimeoutError, not the CancellationError \
+      of the operation it cancelled itself
+      """
+    ) {
       try await withDeadline(.seconds(2), "withTimeout(_:clock:operation:)", hint: Self.hint) {
         try await withTimeout(.milliseconds(100), clock: clock) {
           try await operation.run(for: .seconds(10), returning: 42)
@@ -66,7 +87,7 @@ struct TimeoutsTests {
     }
     let elapsed = ContinuousClock.now - started
 
-    #expect(operation.running == 0, "the operation was still running when withTimeout returned")
+    #expect(operation.running == 0, "the operation was \(Self.stillRunning)")
     #expect(operation.cancelled == 1, "the operation must be cancelled when the limit passes")
     #expect(clock.sleepsRunning == 0)
     #expect(elapsed < .milliseconds(900))
@@ -77,7 +98,10 @@ struct TimeoutsTests {
     let clock = WatchedClock()
     let operation = WatchedOperation()
 
-    await #expect(throws: WatchedOperation.Failure.self) {
+    await #expect(
+      throws: WatchedOperation.Failure.self,
+      "the operation's own error must reach the caller: an error must not become a TimeoutError"
+    ) {
       try await withDeadline(.seconds(2), "withTimeout(_:clock:operation:)", hint: Self.hint) {
         try await withTimeout(.seconds(1), clock: clock) {
           try await operation.fail(after: .milliseconds(30))
@@ -85,8 +109,8 @@ struct TimeoutsTests {
       }
     }
 
-    #expect(operation.running == 0)
-    #expect(clock.sleepsRunning == 0, "the timer was still running when withTimeout returned")
+    #expect(operation.running == 0, "the operation was \(Self.stillRunning)")
+    #expect(clock.sleepsRunning == 0, "the timer was \(Self.stillRunning)")
   }
 
   @Test("Cancelling the caller cancels the operation and the timer, and throws CancellationError")
@@ -98,20 +122,108 @@ struct TimeoutsTests {
         try await operation.run(for: .seconds(10), returning: 42)
       }
     }
-    await eventually("the operation and the timer to start") {
+    await eventually("the operation and the timer (sleeping on the clock passed in) to start") {
       operation.started == 1 && clock.sleepsStarted == 1
     }
 
     task.cancel()
 
-    await #expect(throws: CancellationError.self) {
-      try await withDeadline(.seconds(2), "withTimeout(_:clock:operation:)", hint: Self.hint) {
+    await #expect(throws: CancellationError.self, "\(Self.spuriousTimeout)") {
+      try await withDeadline(
+        .seconds(2), "withTimeout(_:clock:operation:)", hint: Self.callerCancelledHint
+      ) {
         try await task.value
       }
     }
-    #expect(operation.running == 0)
-    #expect(operation.cancelled == 1)
-    #expect(clock.sleepsRunning == 0)
+    #expect(operation.running == 0, "the operation was \(Self.stillRunning)")
+    #expect(operation.cancelled == 1, Comment(rawValue: Self.callerCancelledHint))
+    #expect(clock.sleepsRunning == 0, "the timer was \(Self.stillRunning)")
+  }
+
+  static let spuriousTimeout =
+    "the caller was cancelled before the limit, so withTimeout must throw CancellationError; "
+    + "a TimeoutError here is spurious: a cancellation must not become a TimeoutError (a "
+    + "cancelled timer must not claim that the limit passed)"
+
+  @Test(
+    "Cancelling the caller around an operation slow to honour it throws CancellationError, not a spurious TimeoutError"
+  )
+  func callerCancelledAroundASlowOperation() async throws {
+    // The operation takes 200 ms to act on its cancellation, so the cancelled timer ends
+    // first, every time: a timer that turns its cancellation into TimeoutError is seen.
+    let clock = WatchedClock()
+    let operation = WatchedOperation()
+    let task = Task {
+      try await withTimeout(.seconds(5), clock: clock) {
+        try await operation.run(
+          for: .seconds(10), returning: 42, whenCancelled: .throwsAfter(.milliseconds(200)))
+      }
+    }
+    await eventually("the operation and the timer (sleeping on the clock passed in) to start") {
+      operation.started == 1 && clock.sleepsStarted == 1
+    }
+
+    task.cancel()
+
+    let outcome = try await withDeadline(
+      .seconds(2), "withTimeout(_:clock:operation:)", hint: Self.callerCancelledHint
+    ) {
+      await task.result
+    }
+    switch outcome {
+    case .failure(is CancellationError): break
+    case .failure(let error as TimeoutError): Issue.record("\(Self.spuriousTimeout); got \(error)")
+    case .failure(let error): Issue.record("\(Self.spuriousTimeout); got \(error)")
+    case .success(let value): Issue.record("\(Self.spuriousTimeout); got the value \(value)")
+    }
+    #expect(operation.running == 0, "the operation was \(Self.stillRunning)")
+    #expect(clock.sleepsRunning == 0, "the timer was \(Self.stillRunning)")
+  }
+
+  @Test(
+    "A limit that passes around an operation slow to honour cancellation throws TimeoutError once the operation has ended",
+    arguments: [
+      WatchedOperation.WhenCancelled.throwsAfter(.milliseconds(200)),
+      .returnsAfter(.milliseconds(200)),
+    ])
+  func timeoutAroundASlowOperation(whenCancelled: WatchedOperation.WhenCancelled) async throws {
+    let clock = WatchedClock()
+    let operation = WatchedOperation()
+
+    let outcome: Result<Int, any Error>
+    do {
+      outcome = .success(
+        try await withDeadline(.seconds(2), "withTimeout(_:clock:operation:)", hint: Self.hint) {
+          try await withTimeout(.milliseconds(100), clock: clock) {
+            try await operation.run(for: .seconds(10), returning: 42, whenCancelled: whenCancelled)
+          }
+        })
+    } catch is DeadlineExceeded {
+      return
+    } catch {
+      outcome = .failure(error)
+    }
+
+    switch outcome {
+    case .failure(let error as TimeoutError):
+      #expect(error == TimeoutError(limit: .milliseconds(100)))
+    case .failure(let error as CancellationError):
+      Issue.record(
+        """
+        the limit passed, so withTimeout must throw TimeoutError, not the \(error) of the \
+        operation it cancelled itself
+        """)
+    case .failure(let error):
+      Issue.record("the limit passed, so withTimeout must throw TimeoutError; got \(error)")
+    case .success(let value):
+      Issue.record(
+        """
+        the limit passed, so withTimeout must throw TimeoutError, not return \(value), which \
+        the operation produced after it had been cancelled
+        """)
+    }
+    #expect(operation.running == 0, "the operation was \(Self.stillRunning)")
+    #expect(clock.sleepsRunning == 0, "the timer was \(Self.stillRunning)")
   }
 
   @Test("Races won by either side, 50 times over, never leave a child running")
@@ -129,12 +241,20 @@ struct TimeoutsTests {
             try await operation.run(for: .milliseconds(operationWins ? 1 : 500), returning: round)
           }
         }
-        #expect(operationWins, "round \(round): expected TimeoutError, got \(value)")
+        #expect(
+          operationWins,
+          "round \(round): the limit passed, so withTimeout must throw TimeoutError; got \(value)")
       } catch is TimeoutError {
-        #expect(!operationWins, "round \(round): the operation should have won")
+        #expect(!operationWins, "round \(round): the operation finished first and should have won")
+      } catch {
+        let expected =
+          operationWins
+          ? "the operation finished first and should have won"
+          : "the limit passed, so withTimeout must throw TimeoutError"
+        Issue.record("round \(round): \(expected); got \(error)")
       }
-      #expect(operation.running == 0, "round \(round): the operation was still running")
-      #expect(clock.sleepsRunning == 0, "round \(round): the timer was still running")
+      #expect(operation.running == 0, "round \(round): the operation was \(Self.stillRunning)")
+      #expect(clock.sleepsRunning == 0, "round \(round): the timer was \(Self.stillRunning)")
     }
   }
 }
@@ -147,6 +267,14 @@ final class WatchedClock: Clock {
 
   private let base = ContinuousClock()
   private let counts = Mutex((started: 0, ended: 0))
+  private let cancellationLag: Duration
+
+  /// - Parameter cancellationLag: How long a cancelled sleep goes on before it throws, as
+  ///   a timer on a busy thread does: a `withTimeout` that returns without waiting for its
+  ///   timer then leaves it running, every time.
+  init(cancellationLag: Duration = .zero) {
+    self.cancellationLag = cancellationLag
+  }
 
   var now: Instant { base.now }
   var minimumResolution: Duration { base.minimumResolution }
@@ -159,7 +287,12 @@ final class WatchedClock: Clock {
   func sleep(until deadline: Instant, tolerance: Duration?) async throws {
     counts.withLock { $0.started += 1 }
     defer { counts.withLock { $0.ended += 1 } }
-    try await base.sleep(until: deadline, tolerance: tolerance)
+    do {
+      try await base.sleep(until: deadline, tolerance: tolerance)
+    } catch {
+      await lag(cancellationLag)
+      throw error
+    }
   }
 }
 
@@ -174,15 +307,45 @@ final class WatchedOperation: Sendable {
   var running: Int { counts.withLock { $0.started - $0.ended } }
   var cancelled: Int { counts.withLock { $0.cancelled } }
 
-  /// Sleeps for `duration`, then returns `value`; throws CancellationError if cancelled.
-  func run<Value: Sendable>(for duration: Duration, returning value: Value) async throws -> Value {
+  /// What an operation does once it notices that it was cancelled.
+  enum WhenCancelled: Sendable, CustomTestStringConvertible {
+    /// Throws CancellationError at once.
+    case throwsAtOnce
+    /// Goes on for `lag`, then throws CancellationError.
+    case throwsAfter(Duration)
+    /// Goes on for `lag`, then returns its value all the same.
+    case returnsAfter(Duration)
+
+    var testDescription: String {
+      switch self {
+      case .throwsAtOnce: "throws CancellationError at once"
+      case .throwsAfter(let lag): "throws CancellationError \(lag) after the cancel"
+      case .returnsAfter(let lag): "returns its value \(lag) after the cancel"
+      }
+    }
+  }
+
+  /// Sleeps for `duration`, then returns `value`; if cancelled, does what `whenCancelled`
+  /// says.
+  func run<Value: Sendable>(
+    for duration: Duration, returning value: Value, whenCancelled: WhenCancelled = .throwsAtOnce
+  ) async throws -> Value {
     counts.withLock { $0.started += 1 }
     defer { counts.withLock { $0.ended += 1 } }
     do {
       try await Task.sleep(for: duration)
     } catch {
       counts.withLock { $0.cancelled += 1 }
-      throw error
+      switch whenCancelled {
+      case .throwsAtOnce:
+        throw error
+      case .throwsAfter(let delay):
+        await lag(delay)
+        throw error
+      case .returnsAfter(let delay):
+        await lag(delay)
+        return value
+      }
     }
     return value
   }
@@ -191,5 +354,16 @@ final class WatchedOperation: Sendable {
   func fail(after duration: Duration) async throws -> Int {
     _ = try await run(for: duration, returning: 0)
     throw Failure()
+  }
+}
+
+/// Waits for `duration` even in a cancelled task (which `Task.sleep` would not), as code
+/// busy with something else does before it gets round to checking for cancellation.
+func lag(_ duration: Duration) async {
+  guard duration > .zero else { return }
+  await withCheckedContinuation { continuation in
+    DispatchQueue.global().asyncAfter(deadline: .now() + duration.timeInterval) {
+      continuation.resume()
+    }
   }
 }

@@ -54,7 +54,7 @@ extension LocationUpdatesTests {
       """
       each stream starts the receiver once, yields its locations in order, and when its loop \
       is cancelled stops the receiver and lets the delegate go: \
-      \(problems.prefix(3).joined(separator: "; "))
+      \(problems.prefix(3).joined(separator: "; ")). A receiver left on: \(stopInOnTermination)
       """)
   }
 }

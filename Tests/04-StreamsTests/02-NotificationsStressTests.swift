@@ -100,6 +100,6 @@ extension NotificationsTests {
       leftObserving.isEmpty,
       because(
         "after the stream ended in rounds \(leftObserving), its observer still ran for each "
-          + "change: remove it in the continuation's onTermination"))
+          + "change: remove the observer in the continuation's onTermination"))
   }
 }

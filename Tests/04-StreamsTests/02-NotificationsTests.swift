@@ -11,6 +11,38 @@ private let levelsHint =
   "the observer must be added to battery.notificationCenter (not .default) for "
   + "Battery.levelDidChangeNotification, and its block must yield battery.level"
 
+private let queueHint =
+  "the observer block read battery.level on another thread than the one that posted: with a "
+  + "queue, the center runs the block later, when the level may have changed again. Pass "
+  + "queue: nil, so that the block runs inside post and reads the level just posted"
+
+/// What most likely keeps a loop that wants `wanted` levels waiting, judged at the deadline
+/// from what the battery saw and the loop got (`seen`).
+private func diagnosis(of battery: Battery, seen: [Int], wanted: Int) -> String {
+  let posts = battery.postCount
+  let reads = battery.levelReadCount
+  if posts > 0, reads == 0 {
+    // Is the observer in the default center? Post there too, and see whether a block reads.
+    NotificationCenter.default.post(name: Battery.levelDidChangeNotification, object: battery)
+    if battery.levelReadCount > 0 {
+      return
+        "your observer listens to NotificationCenter.default, where this battery never posts: "
+        + levelsHint
+    }
+    return
+      "\(posts) changes were posted to battery.notificationCenter and no observer block ran: "
+      + "observe Battery.levelDidChangeNotification there with queue: nil (a block given a "
+      + "queue runs later, if ever), and yield battery.level from the block"
+  }
+  if seen.count < wanted, reads >= wanted {
+    return
+      "\(reads) changes reached your observer block, but the loop got only \(seen): the stream "
+      + "threw away levels nobody had read yet. Keep every one: the default buffering policy, "
+      + ".unbounded, does"
+  }
+  return levelsHint
+}
+
 /// A battery with a notification center of its own, so that no other test can post to it.
 private func makeBattery(script: CallbackScript = .synchronously) -> Battery {
   Battery(level: 80, notificationCenter: NotificationCenter(), script: script)
@@ -23,8 +55,10 @@ private func first(
   _ count: Int, of battery: Battery, after changes: @escaping @Sendable () -> Void,
   sourceLocation: SourceLocation = #_sourceLocation
 ) async throws -> [Int] {
-  try await withDeadline(
-    .seconds(2), "the loop over levelChanges(of:)", hint: levelsHint,
+  let progress = Locked<[Int]>([])
+  let levels = try await withDeadline(
+    .seconds(2), "the loop over levelChanges(of:)",
+    diagnosis: { diagnosis(of: battery, seen: progress.value, wanted: count) },
     sourceLocation: sourceLocation
   ) {
     let levels = levelChanges(of: battery)
@@ -32,10 +66,15 @@ private func first(
     var seen: [Int] = []
     for await level in levels {
       seen.append(level)
+      progress.withLock { $0.append(level) }
       if seen.count == count { break }
     }
     return seen
   }
+  #expect(
+    battery.levelReadsOutsidePostsCount == 0, Comment(rawValue: queueHint),
+    sourceLocation: sourceLocation)
+  return levels
 }
 
 /// Changes the battery's level after a stream has ended, and says how many observer blocks
@@ -101,7 +140,10 @@ struct NotificationsTests {
       try #require(arrived, Comment(rawValue: levelsHint))
     }
     task.cancel()
-    try await withDeadline(.seconds(2), "the cancelled loop over levelChanges(of:)") {
+    try await withDeadline(
+      .seconds(2), "the cancelled loop over levelChanges(of:)",
+      hint: "a cancelled loop over an AsyncStream ends by itself; is the observer block blocking?"
+    ) {
       await task.value
     }
     let stray = await readsAfterTheEnd(of: battery)
@@ -142,12 +184,15 @@ struct NotificationsTests {
     }
     let reads = battery.levelReadCount
     battery.simulateChanges(to: [3])
+    let progress = Locked<[Int]>([])
     let fromOther = try await withDeadline(
-      .seconds(2), "the loop over levelChanges(of:)", hint: levelsHint
+      .seconds(2), "the loop over levelChanges(of:)",
+      diagnosis: { diagnosis(of: battery, seen: progress.value, wanted: 3) }
     ) {
       var seen: [Int] = []
       for await level in other {
         seen.append(level)
+        progress.withLock { $0.append(level) }
         if seen.count == 3 { break }
       }
       return seen

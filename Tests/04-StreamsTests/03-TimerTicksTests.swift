@@ -130,7 +130,10 @@ struct TimerTicksTests {
     let ticking = await eventually { received.value >= 1 }
     try #require(ticking, Comment(rawValue: ticksHint))
     task.cancel()
-    try await withDeadline(.seconds(2), "the cancelled loop over ticks(of:every:)") {
+    try await withDeadline(
+      .seconds(2), "the cancelled loop over ticks(of:every:)",
+      hint: "a cancelled loop over an AsyncStream ends by itself; is the event handler blocking?"
+    ) {
       await task.value
     }
     let cancelled = await eventually { timer.isCancelled }

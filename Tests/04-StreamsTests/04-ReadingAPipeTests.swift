@@ -226,7 +226,9 @@ struct ReadingAPipeTests {
     let reader = feed.reader
 
     let line = try await withDeadline(
-      .seconds(2), "the loop over lines(from:)", hint: "yield each complete line"
+      .seconds(2), "the loop over lines(from:)",
+      hint: "yield each complete line as soon as its line feed has been read, without waiting "
+        + "for the end of file"
     ) { () -> String? in
       let stream = lines(from: reader)
       feed.write(["one\ntwo\n"], close: false)
@@ -263,7 +265,11 @@ struct ReadingAPipeTests {
     let arrived = await eventually { received.value == 1 }
     try #require(arrived, "the first line did not arrive: yield each complete line")
     task.cancel()
-    try await withDeadline(.seconds(2), "the cancelled loop over lines(from:)") {
+    try await withDeadline(
+      .seconds(2), "the cancelled loop over lines(from:)",
+      hint: "a cancelled loop over an AsyncStream ends by itself; is the readability handler "
+        + "blocking?"
+    ) {
       await task.value
     }
     let removed = await eventually { reader.readabilityHandler == nil }

@@ -20,6 +20,11 @@ extension PressureTests {
   )
   func sessionsEndedAtRandom() async throws {
     var problems: [String] = []
+    /// What the problems mean, each said once.
+    var causes: [String] = []
+    func blame(_ cause: String) {
+      if !causes.contains(cause) { causes.append(cause) }
+    }
 
     for round in 1...40 {
       let capacity = Int.random(in: 1...6)
@@ -34,10 +39,12 @@ extension PressureTests {
       let hub = TelemetryHub(sampleCount: samplesInSession, interval: interval, script: .default)
       // The stream is made inside the loop and held by nothing else, as in an app: breaking
       // out of the loop releases it, and that ends it.
+      let progress = Locked<[Int]>([])
       let consumer = Task {
         var seen: [Int] = []
         for await sample in samples(from: hub, keepingNewest: capacity) {
           seen.append(sample.number)
+          progress.withLock { $0.append(sample.number) }
           if ending == .breaks, seen.count == breakAfter { break }
           // A slow reader, so the buffer fills and drops.
           if Bool.random() { try? await Task.sleep(for: .microseconds(Int.random(in: 0...200))) }
@@ -49,8 +56,7 @@ extension PressureTests {
       }
       let seen = try await withDeadline(
         .seconds(2), "the loop over samples(from:keepingNewest:), round \(round)",
-        hint: "the hub calls its completion handler after its last sample; finish the stream "
-          + "there, or the loop waits forever"
+        diagnosis: { diagnosis(of: hub, received: progress.value) }
       ) {
         await consumer.value
       }
@@ -61,7 +67,17 @@ extension PressureTests {
       switch ending {
       case .readsToTheEnd:
         let lost = hub.lostSamples.map(\.number)
-        if (seen + lost).sorted() != Array(1...samplesInSession) {
+        let both = Set(seen).intersection(lost)
+        if !both.isEmpty {
+          problems.append(
+            "round \(round): \(both.count) samples were received and also reported lost")
+          blame(evictedHint)
+        } else if lost.isEmpty, seen.count < samplesInSession {
+          problems.append(
+            "round \(round): \(samplesInSession - seen.count) samples were lost, and no receipt "
+              + "said so")
+          blame(droppedHint)
+        } else if (seen + lost).sorted() != Array(1...samplesInSession) {
           problems.append(
             "round \(round): \(seen.count) received and \(lost.count) reported lost, not each "
               + "of the \(samplesInSession) exactly once")
@@ -77,7 +93,9 @@ extension PressureTests {
         } else if hub.handedOverCount == 0 {
           problems.append("round \(round): the hub never started")
         } else if hub.isMeasuring {
-          problems.append("round \(round): the hub still measures after the loop \(how)")
+          problems.append(
+            "round \(round): the hub still measures after the loop \(how)")
+          blame(closeHint)
         } else {
           problems.append(
             "round \(round): the hub stopped after the loop \(how), but not at a .closed receipt")
@@ -90,7 +108,8 @@ extension PressureTests {
       problems.isEmpty,
       """
       each sample is received in order or reported lost, and a stream that ends early stops \
-      the hub with .closed: \(problems.prefix(3).joined(separator: "; "))
+      the hub with .closed: \(problems.prefix(3).joined(separator: "; ")). \
+      \(causes.map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined(separator: ". "))
       """)
   }
 }

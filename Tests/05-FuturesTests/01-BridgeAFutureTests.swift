@@ -17,6 +17,10 @@ private let scripts: [CallbackScript] = [
 private let valueHint =
   "value must resume its continuation with the future's result: register with "
   + "whenComplete and resume(with:) whatever it receives"
+private let cancelledComment = Comment(
+  rawValue:
+    "a cancelled future must throw its own error, CoFutureError.cancelled, to every awaiter; "
+    + "CancellationError is for a cancelled task, and this task was not cancelled")
 private let failureHint =
   "a failed future never resumed its awaiter; whenSuccess only hears about values, "
   + "whenComplete hears about errors and cancellations too"
@@ -27,7 +31,9 @@ struct BridgeAFutureTests {
   func returnsTheValue(script: CallbackScript) async throws {
     let future = scriptedFuture(.success("sunny"), script)
 
-    let forecast = try await withDeadline(.seconds(2), "future.value", hint: valueHint) {
+    let forecast = try await withDeadline(
+      .seconds(2), "future.value", hint: valueHint, on: OneThreadExecutor()
+    ) {
       try await future.value
     }
 
@@ -38,13 +44,17 @@ struct BridgeAFutureTests {
   func returnsAtOnceWhenComplete() async throws {
     let future = CoFuture(value: 21)
 
-    let values = try await withDeadline(.seconds(2), "future.value", hint: valueHint) {
+    let values = try await withDeadline(
+      .seconds(2), "future.value", hint: valueHint, on: OneThreadExecutor()
+    ) {
       var values: [Int] = []
       for _ in 0..<100 { values.append(try await future.value) }
       return values
     }
 
-    #expect(values == Array(repeating: 21, count: 100))
+    #expect(
+      values == Array(repeating: 21, count: 100),
+      "every await of a completed future returns its value")
   }
 
   @Test("Throws the future's error", arguments: scripts)
@@ -52,7 +62,9 @@ struct BridgeAFutureTests {
     let future: CoFuture<String> = scriptedFuture(.failure(ForecastError.stationOffline), script)
 
     await #expect(throws: ForecastError.stationOffline) {
-      try await withDeadline(.seconds(2), "future.value", hint: failureHint) {
+      try await withDeadline(
+        .seconds(2), "future.value", hint: failureHint, on: OneThreadExecutor()
+      ) {
         try await future.value
       }
     }
@@ -63,8 +75,10 @@ struct BridgeAFutureTests {
     let future = CoPromise<String>()
     future.cancel()
 
-    await #expect(throws: CoFutureError.cancelled) {
-      try await withDeadline(.seconds(2), "future.value", hint: failureHint) {
+    await #expect(throws: CoFutureError.cancelled, cancelledComment) {
+      try await withDeadline(
+        .seconds(2), "future.value", hint: failureHint, on: OneThreadExecutor()
+      ) {
         try await future.value
       }
     }
@@ -75,8 +89,10 @@ struct BridgeAFutureTests {
     let future = CoPromise<String>()
     DispatchQueue.global().asyncAfter(deadline: .now() + 0.1) { future.cancel() }
 
-    await #expect(throws: CoFutureError.cancelled) {
-      try await withDeadline(.seconds(2), "future.value", hint: failureHint) {
+    await #expect(throws: CoFutureError.cancelled, cancelledComment) {
+      try await withDeadline(
+        .seconds(2), "future.value", hint: failureHint, on: OneThreadExecutor()
+      ) {
         try await future.value
       }
     }
@@ -85,10 +101,12 @@ struct BridgeAFutureTests {
   @Test("Every task awaiting the same future gets its value, early or late")
   func manyAwaiters() async throws {
     let future = CoPromise<Int>()
-    let early = (0..<50).map { _ in Task { try await future.value } }
+    // On a thread of their own, so that an answer that blocks cannot starve the test run.
+    let executor = OneThreadExecutor()
+    let early = (0..<50).map { _ in Task(executorPreference: executor) { try await future.value } }
     try await Task.sleep(for: .milliseconds(50))
     DispatchQueue.global().async { future.success(7) }
-    let late = (0..<50).map { _ in Task { try await future.value } }
+    let late = (0..<50).map { _ in Task(executorPreference: executor) { try await future.value } }
 
     var values: [Int] = []
     for (index, awaiter) in (early + late).enumerated() {
@@ -102,7 +120,9 @@ struct BridgeAFutureTests {
       values.append(value)
     }
 
-    #expect(values == Array(repeating: 7, count: 100))
+    #expect(
+      values == Array(repeating: 7, count: 100),
+      "every task awaiting the future gets the value it was completed with")
   }
 
   @Test("Works for a future computed by a coroutine, and for a mapped future")
@@ -113,7 +133,9 @@ struct BridgeAFutureTests {
     }
     let mapped = computed.map { "\($0 * 7) °C" }
 
-    let reading = try await withDeadline(.seconds(2), "future.value", hint: valueHint) {
+    let reading = try await withDeadline(
+      .seconds(2), "future.value", hint: valueHint, on: OneThreadExecutor()
+    ) {
       try await mapped.value
     }
 
@@ -123,8 +145,9 @@ struct BridgeAFutureTests {
   @Test("A cancelled awaiter does not cancel the future for the others")
   func cancelledAwaiterLeavesTheFuture() async throws {
     let future = CoPromise<String>()
-    let leaving = Task { try await future.value }
-    let staying = Task { try await future.value }
+    let executor = OneThreadExecutor()
+    let leaving = Task(executorPreference: executor) { try await future.value }
+    let staying = Task(executorPreference: executor) { try await future.value }
     try await Task.sleep(for: .milliseconds(50))
 
     leaving.cancel()
@@ -150,5 +173,49 @@ struct BridgeAFutureTests {
       CoFutureError.cancelled; value must not cancel the future
       """)
     #expect(try stayed.get() == "rain")
+  }
+
+  @Test("Suspends instead of blocking: the future is completed on the awaiter's own thread")
+  func suspendsInsteadOfBlocking() async throws {
+    let future = CoPromise<String>()
+    let executor = OneThreadExecutor()
+    // Completed on the thread that awaits, once `value` has started there: as a future
+    // completed on the main queue is, for a caller on the main actor. A `value` that blocks
+    // its thread until the future has a result never lets that completion run.
+    completeOnThread(of: executor, afterJobs: 1) { future.success("sunny") }
+
+    let forecast = try await withDeadline(
+      .seconds(2), "future.value",
+      hint: "value never resumed when the future was completed on the awaiter's own thread; "
+        + "register with whenComplete and resume(with:) whatever it receives",
+      on: executor
+    ) {
+      try await future.value
+    }
+
+    #expect(forecast == "sunny")
+  }
+
+  @Test("Suspends once until the future calls back, instead of polling it")
+  func doesNotPoll() async throws {
+    let future = scriptedFuture(.success("cloudy"), .later(.milliseconds(500)))
+    let executor = OneThreadExecutor()
+
+    let forecast = try await withDeadline(
+      .seconds(2), "future.value", hint: valueHint, on: executor
+    ) {
+      try await future.value
+    }
+
+    let jobs = executor.jobsRun
+    #expect(
+      jobs <= 4,
+      """
+      future.value polled instead of suspending: its task ran \(jobs) times on its thread \
+      while the future took half a second, where one suspension runs twice. Likely cause: \
+      a loop that checks isCompleted (or a captured result) and sleeps; suspend in \
+      withCheckedThrowingContinuation until whenComplete calls back
+      """)
+    #expect(forecast == "cloudy")
   }
 }

@@ -107,7 +107,7 @@ struct TwoAtOnceTests {
       try await tripPrice(for: lisbon, using: pricing)
     }
 
-    #expect(price == 555)
+    #expect(price == 555, "the trip's price is the flight fare plus the hotel rate, 240 + 315")
     #expect(pricing.log.value.started.sorted() == ["flight fare", "hotel rate"])
   }
 
@@ -130,7 +130,7 @@ struct TwoAtOnceTests {
       was only asked for after the \(pricing.log.value.started.first ?? "") had arrived, so \
       the trip takes the sum of both times; start both before awaiting either (async let)
       """)
-    #expect(price == 555)
+    #expect(price == 555, "the trip's price is the flight fare plus the hotel rate, 240 + 315")
   }
 
   @Test(
@@ -143,7 +143,10 @@ struct TwoAtOnceTests {
       ? FakePricing(flight: failure, hotel: .priceUnlessCancelled(315))
       : FakePricing(flight: .priceUnlessCancelled(240), hotel: failure)
 
-    await #expect(throws: expected) {
+    await #expect(
+      throws: expected,
+      "when a request fails, tripPrice(for:using:) must throw its error, not hide it (try?)"
+    ) {
       try await withDeadline(.seconds(2), "tripPrice(for:using:)", hint: failureHint) {
         try await tripPrice(for: lisbon, using: pricing)
       }

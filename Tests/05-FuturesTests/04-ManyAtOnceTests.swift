@@ -19,6 +19,9 @@ private enum Answer: Sendable {
   case rateWhenAllRunning(Int, Rendezvous)
   /// Nothing until the request is cancelled; if it never is, the rate after a second.
   case rateUnlessCancelled(Int)
+  /// The rate, once the request for `hotel` has finished; at once if that request has not
+  /// started within 200 ms (so requests made one after another still end).
+  case rateAfter(Int, hotel: String)
 }
 
 /// A rate service that answers for each hotel as told and records each request.
@@ -27,6 +30,7 @@ private final class FakeRates: RateService {
     var started: [String] = []
     var running: Set<String> = []
     var cancelled: Set<String> = []
+    var finished: Set<String> = []
   }
 
   let answers: [String: Answer]
@@ -42,7 +46,12 @@ private final class FakeRates: RateService {
       $0.started.append(name)
       $0.running.insert(name)
     }
-    defer { log.withLock { _ = $0.running.remove(name) } }
+    defer {
+      log.withLock {
+        $0.running.remove(name)
+        $0.finished.insert(name)
+      }
+    }
     do {
       switch answers[name] ?? .rate(0) {
       case .rate(let rate, let delay):
@@ -56,6 +65,18 @@ private final class FakeRates: RateService {
         return rate
       case .rateUnlessCancelled(let rate):
         try await Task.sleep(for: .seconds(1))
+        return rate
+      case .rateAfter(let rate, let other):
+        let clock = ContinuousClock()
+        let start = clock.now
+        while true {
+          let (started, done) = log.withLock {
+            ($0.started.contains(other), $0.finished.contains(other))
+          }
+          let waited = clock.now - start
+          if done || (!started && waited > .milliseconds(200)) || waited > .seconds(1) { break }
+          try await Task.sleep(for: .milliseconds(2))
+        }
         return rate
       }
     } catch is CancellationError {
@@ -78,13 +99,14 @@ private let failureHint =
 struct ManyAtOnceTests {
   @Test("Returns every rate in the order of the hotels, whatever order they arrive in")
   func keepsTheOrder() async throws {
-    // The first hotel answers last, the last one first.
+    // The first hotel answers last, the last one first: each request ends only after the
+    // next hotel's request has ended, however busy the machine is.
     let service = FakeRates([
-      "Alfama": .rate(110, after: .milliseconds(250)),
-      "Baixa": .rate(95, after: .milliseconds(200)),
-      "Chiado": .rate(140, after: .milliseconds(150)),
-      "Belém": .rate(85, after: .milliseconds(100)),
-      "Graça": .rate(70, after: .milliseconds(50)),
+      "Alfama": .rateAfter(110, hotel: "Baixa"),
+      "Baixa": .rateAfter(95, hotel: "Chiado"),
+      "Chiado": .rateAfter(140, hotel: "Belém"),
+      "Belém": .rateAfter(85, hotel: "Graça"),
+      "Graça": .rate(70),
     ])
 
     let rates = try await withDeadline(.seconds(2), "nightlyRates(at:using:)", hint: ratesHint) {
@@ -121,7 +143,9 @@ struct ManyAtOnceTests {
       it, so the call takes the sum of their times; add a child task per hotel to a task \
       group before awaiting any result
       """)
-    #expect(rates == [110, 95, 140, 85, 70])
+    #expect(
+      rates == [110, 95, 140, 85, 70],
+      "rates[i] is the rate of hotels[i], whatever the order they arrive in")
   }
 
   @Test("Gives an empty list for no hotels")
@@ -132,8 +156,8 @@ struct ManyAtOnceTests {
       try await nightlyRates(at: [], using: service)
     }
 
-    #expect(rates.isEmpty)
-    #expect(service.log.value.started.isEmpty)
+    #expect(rates.isEmpty, "no hotels, no rates")
+    #expect(service.log.value.started.isEmpty, "no hotels, so no request may be made")
   }
 
   @Test("The first failure is thrown, and the requests still running are cancelled")

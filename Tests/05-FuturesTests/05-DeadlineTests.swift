@@ -14,8 +14,15 @@ private let inTime: [CallbackScript] = [
   .synchronously, .default, .later(.milliseconds(100)), .twice,
 ]
 
+private let timeoutComment = Comment(
+  rawValue:
+    "at the deadline, value(timeout:) must throw TimeoutError(limit:), the error withTimeout "
+    + "throws, whatever the future did meanwhile")
 private let valueHint =
   "value(timeout:) must resume its continuation with the future's result"
+private let failureHint =
+  "a future that failed in time never resumed the wait; whenSuccess only hears about "
+  + "values, whenComplete hears about errors and cancellations too"
 private let ignoredCancellationHint =
   "withTimeout cancelled the wait at the deadline, but waiting on the future ignores "
   + "cancellation, so withTimeout has to wait for the future anyway: in "
@@ -35,7 +42,7 @@ struct FutureDeadlineTests {
       try await future.value(timeout: .seconds(1))
     }
 
-    #expect(quote == 101.5)
+    #expect(quote == 101.5, "a future that completes in time gives its value")
     let futureWasCancelled = future.isCanceled
     #expect(futureWasCancelled == false, "a future that completes in time is left as it is")
   }
@@ -45,17 +52,49 @@ struct FutureDeadlineTests {
     let future: CoPromise<Double> = scriptedFuture(.failure(QuoteError.marketClosed), script)
 
     await #expect(throws: QuoteError.marketClosed) {
-      try await withDeadline(.seconds(2), "value(timeout:)", hint: valueHint) {
+      try await withDeadline(.seconds(2), "value(timeout:)", hint: failureHint) {
         try await future.value(timeout: .seconds(1))
       }
     }
+  }
+
+  @Test("Suspends instead of blocking: the future is completed on the caller's own thread")
+  func suspendsInsteadOfBlocking() async throws {
+    let future = CoPromise<Double>()
+    let executor = OneThreadExecutor()
+    // Completed on the thread that waits, once value(timeout:) has started there: a wait
+    // that blocks the thread (a semaphore with a timeout, say) never lets it run.
+    completeOnThread(of: executor, afterJobs: 1) { future.success(102.25) }
+
+    let outcome = try await withDeadline(
+      .seconds(3), "value(timeout:)", hint: valueHint, on: executor
+    ) {
+      do {
+        return Result<Double, any Error>.success(try await future.value(timeout: .seconds(1)))
+      } catch {
+        return .failure(error)
+      }
+    }
+
+    let held = executor.longestJob
+    #expect(
+      held < .milliseconds(500),
+      """
+      value(timeout:) blocked its thread instead of suspending: it held the only thread it \
+      had for \(held), while the future it waited for was completed on that same thread \
+      (as a future completed on the main queue would be). Likely cause: a semaphore or \
+      another blocking wait with a timeout; suspend with a continuation inside withTimeout
+      """)
+    #expect(
+      (try? outcome.get()) == 102.25,
+      "the future completed in time with 102.25, but value(timeout:) ended with \(outcome)")
   }
 
   @Test("Throws TimeoutError at the deadline and cancels the future")
   func timesOutAndCancels() async throws {
     let future = CoPromise<Double>()  // never completes on its own
 
-    await #expect(throws: TimeoutError(limit: .milliseconds(100))) {
+    await #expect(throws: TimeoutError(limit: .milliseconds(100)), timeoutComment) {
       try await withDeadline(.seconds(2), "value(timeout:)", hint: ignoredCancellationHint) {
         try await future.value(timeout: .milliseconds(100))
       }
@@ -74,7 +113,7 @@ struct FutureDeadlineTests {
   func doesNotWaitForALateFuture() async throws {
     let future = scriptedFuture(.success(99.0), .later(.milliseconds(800)))
 
-    await #expect(throws: TimeoutError(limit: .milliseconds(100))) {
+    await #expect(throws: TimeoutError(limit: .milliseconds(100)), timeoutComment) {
       try await withDeadline(.seconds(2), "value(timeout:)", hint: ignoredCancellationHint) {
         try await future.value(timeout: .milliseconds(100))
       }
@@ -92,17 +131,31 @@ struct FutureDeadlineTests {
   @Test("Cancelling the caller cancels the future")
   func cancellingTheCallerCancelsTheFuture() async throws {
     let future = CoPromise<Double>()
-    let caller = Task { try await future.value(timeout: .seconds(10)) }
+    // On a thread of its own, so the wait and withTimeout's timer take turns there in a
+    // fixed order when both are cancelled, and a wait that blocks that thread is seen.
+    let executor = OneThreadExecutor()
+    let caller = Task(executorPreference: executor) {
+      try await future.value(timeout: .seconds(10))
+    }
     try await Task.sleep(for: .milliseconds(50))
 
     caller.cancel()
     let result = try await withDeadline(
-      .seconds(2), "value(timeout:) after its task was cancelled", hint: callerCancelledHint
+      .seconds(2), "value(timeout:) after its task was cancelled", hint: callerCancelledHint,
+      on: executor
     ) {
       await caller.result
     }
 
     #expect(throws: (any Error).self) { try result.get() }
+    if case .failure(let error as TimeoutError) = result {
+      Issue.record(
+        """
+        a cancelled caller got \(error), a timeout that never happened (the limit was 10 \
+        seconds): a cancellation must end the wait with CancellationError or \
+        CoFutureError.cancelled; do not turn it into a timeout
+        """)
+    }
     let futureWasCancelled = future.isCanceled
     #expect(futureWasCancelled, "cancelling the caller must cancel the legacy future")
   }
@@ -112,7 +165,13 @@ struct FutureDeadlineTests {
     let future = CoPromise<Double>()
     DispatchQueue.global().asyncAfter(deadline: .now() + 0.1) { future.cancel() }
 
-    await #expect(throws: CoFutureError.cancelled) {
+    await #expect(
+      throws: CoFutureError.cancelled,
+      """
+      a future cancelled by its owner must throw CoFutureError.cancelled, long before the \
+      deadline; do not turn the future's cancellation into a timeout
+      """
+    ) {
       try await withDeadline(.seconds(2), "value(timeout:)", hint: valueHint) {
         try await future.value(timeout: .seconds(1))
       }

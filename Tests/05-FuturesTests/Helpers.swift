@@ -17,6 +17,21 @@ func scriptedFuture<Value>(
   return promise
 }
 
+/// Runs `work` on `executor`'s thread once `jobs` jobs have started there: behind the
+/// function under test, which is already running on that thread (or blocking it).
+///
+/// This is how a framework that calls back on the main queue treats a caller on the main
+/// actor. A function that suspends frees the thread, and `work` runs; a function that blocks
+/// the thread until `work` has run waits forever. Gives up after 5 seconds.
+func completeOnThread(
+  of executor: OneThreadExecutor, afterJobs jobs: Int, _ work: @escaping @Sendable () -> Void
+) {
+  Task.detached {
+    _ = await eventually(within: .seconds(5)) { executor.jobsRun >= jobs }
+    executor.schedule(work)
+  }
+}
+
 /// Proves that some requests ran at the same time, without measuring how long anything took.
 ///
 /// Each fake request calls `arrive()` when it starts and returns only after it: `arrive()`

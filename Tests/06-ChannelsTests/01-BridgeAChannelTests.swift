@@ -63,7 +63,10 @@ struct BridgeAChannelTests {
     let received = try await collect(channel)
 
     #expect(received == Array(1...30))
-    let produced = try await outcome(of: producer, "the producer", hint: "it never finished")
+    let produced = try await outcome(
+      of: producer, "the producer",
+      hint: "the producer was still blocked in awaitSend(_:) after the stream ended: receive "
+        + "every element until the channel is closed")
     #expect(throws: Never.self) { try produced.get() }
   }
 
@@ -95,7 +98,14 @@ struct BridgeAChannelTests {
     }
 
     let received = Locked<[Int]>([])
-    await #expect(throws: CoChannelError.cancelled) {
+    await #expect(
+      throws: CoChannelError.cancelled,
+      """
+      a cancelled channel must end the iteration by throwing CoChannelError.cancelled, not \
+      quietly as if it were closed: loop on try awaitReceive() (not for element in channel) \
+      and finish the stream with any error other than .closed
+      """
+    ) {
       try await withDeadline(
         .seconds(2), "for try await over channel.elements()",
         hint: "when awaitReceive() throws CoChannelError.cancelled, finish the stream with "
@@ -113,7 +123,10 @@ struct BridgeAChannelTests {
     channel.offer(1)
     channel.cancel()
 
-    await #expect(throws: CoChannelError.cancelled) { try await collect(channel) }
+    await #expect(
+      throws: CoChannelError.cancelled,
+      "a cancelled channel must end the iteration by throwing CoChannelError.cancelled"
+    ) { try await collect(channel) }
   }
 
   @Test(

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import WorkbookTesting
 
@@ -13,8 +14,9 @@ private let closeHint =
   "close() must resume everyone who waits: receivers with nil (once the buffer is empty), "
   + "senders by throwing ChannelClosedError"
 private let cancelHint =
-  "cancelling a waiting send or receive must resume it at once with CancellationError "
-  + "(withTaskCancellationHandler), after taking it out of the queue of waiters"
+  "a cancelled send or receive was never resumed: cancelling a waiting send or receive must "
+  + "resume it at once with CancellationError (withTaskCancellationHandler), after taking it "
+  + "out of the queue of waiters"
 private let alreadyCancelledHint =
   "the task was cancelled before the call stored its continuation, so onCancel ran first "
   + "and found nothing; check Task.isCancelled in the same locked step that stores it"
@@ -39,6 +41,53 @@ private func fill(_ channel: Channel<Int>, with element: Int) async throws {
   ) {
     try await channel.send(element)
   }
+}
+
+/// Lets a receiver wait on a thread of its own, closes the channel from another thread,
+/// and has the probe cancel the receiver from a third one while close() is inside resume.
+/// Returns false if that cancellation had to wait for the channel's lock (the probe then
+/// records why).
+func cancelWhileClosing(
+  capacity: Int, round: Int, sourceLocation: SourceLocation = #_sourceLocation
+) async throws -> Bool {
+  let channel = Channel<Int>(capacity: capacity)
+  let receiving = Locked(false)
+  let closed = Locked(false)
+  Thread.detachNewThread {
+    while !receiving.value { usleep(1_000) }
+    // Let the receive() store its continuation (it runs on its own, idle thread).
+    usleep(50_000)
+    channel.close()
+    closed.withLock { $0 = true }
+  }
+  let clock = ContinuousClock()
+  let start = clock.now
+  let received = try await withCancellationRacingResume(
+    .seconds(2), "receive() resumed by close() from another thread", hint: closeHint,
+    sourceLocation: sourceLocation
+  ) {
+    receiving.withLock { $0 = true }
+    return try await channel.receive()
+  }
+  let elapsed = clock.now - start
+  await eventually("round \(round): close() to return", sourceLocation: sourceLocation) {
+    closed.value
+  }
+  // Cancelled just after it was resumed, the receive returns what it was given.
+  #expect(
+    received == nil, "round \(round): a receive() ended by close() returns nil",
+    sourceLocation: sourceLocation)
+  // The probe waits a second for a cancellation stuck behind the lock.
+  return elapsed < .milliseconds(900)
+}
+
+/// Before a test that cancels tasks while others resume them: if resuming happens under the
+/// lock that onCancel takes, those tests would deadlock the runtime's threads for good (and
+/// every other test with them). The probe reports that safely instead, and they end early.
+func resumesOutsideTheLock(
+  sourceLocation: SourceLocation = #_sourceLocation
+) async throws -> Bool {
+  try await cancelWhileClosing(capacity: 0, round: 1, sourceLocation: sourceLocation)
 }
 
 @Suite("6.2 Build a channel")
@@ -89,7 +138,9 @@ struct BuildAChannelTests {
     channel.close()
 
     #expect(first == 1)
-    #expect(try await drain(channel) == Array(2...capacity + 1))
+    #expect(
+      try await drain(channel) == Array(2...capacity + 1),
+      "close() must not drop buffered elements, nor the waiting sender's element that moved in")
   }
 
   @Test("One producer's elements come out in the order it sent them", arguments: [0, 1, 5])
@@ -130,6 +181,43 @@ struct BuildAChannelTests {
 
     #expect(received == (capacity == 1 ? [0, 1, 2, 3] : [1, 2, 3]))
     for sender in senders { try await sender.value("a waiting send(_:)", hint: sendHint) }
+  }
+
+  @Test(
+    "Receivers that wait are served in the order they started waiting", arguments: [0, 2])
+  func waitingReceiversInOrder(capacity: Int) async throws {
+    // Each receiver starts on an executor that tells when it has nothing left to run: by
+    // then that receive() has stored its continuation, so the order of waiting is known.
+    let executor = SettlingExecutor()
+    for round in 1...3 {
+      let channel = Channel<Int>(capacity: capacity)
+      var receivers: [Started<Int?>] = []
+      for index in 1...5 {
+        let receiver = await Started.waiting(on: executor, "receiver \(index)") {
+          try await channel.receive()
+        }
+        try #require(!receiver.isFinished, "receive() returned from an empty channel")
+        receivers.append(receiver)
+      }
+
+      for element in 1...5 {
+        try await withDeadline(.seconds(2), "send(_:) to waiting receivers", hint: sendHint) {
+          try await channel.send(element)
+        }
+      }
+
+      var received: [Int?] = []
+      for receiver in receivers {
+        received.append(try await receiver.value("a waiting receive()", hint: receiveHint))
+      }
+      #expect(
+        received == [1, 2, 3, 4, 5],
+        """
+        round \(round): receivers 1 to 5 waited in that order and got \(received): waiting \
+        receivers must be served first come, first served (keep them in a first-in, \
+        first-out queue, not a stack, a set or a dictionary)
+        """)
+    }
   }
 
   // MARK: Closing
@@ -176,7 +264,9 @@ struct BuildAChannelTests {
 
     let result = try await sending.result("a waiting send(_:) at close()", hint: closeHint)
     #expect(throws: ChannelClosedError()) { try result.get() }
-    #expect(try await drain(channel) == (capacity == 1 ? [1] : []))
+    #expect(
+      try await drain(channel) == (capacity == 1 ? [1] : []),
+      "close() must not drop buffered elements, and a send that threw sent nothing")
   }
 
   @Test("A send after close() throws ChannelClosedError and sends nothing")
@@ -191,7 +281,7 @@ struct BuildAChannelTests {
         try await channel.send(2)
       }
     }
-    #expect(try await drain(channel) == [1])
+    #expect(try await drain(channel) == [1], "close() must not drop buffered elements")
   }
 
   /// The tests in which a wrong answer can resume a continuation twice, which stops the
@@ -204,6 +294,8 @@ struct BuildAChannelTests {
       "A cancelled waiting receiver throws CancellationError at once and takes nothing",
       arguments: [0, 2])
     func cancelWaitingReceiver(capacity: Int) async throws {
+      // An earlier test already found a call that never returns; this one would hang too.
+      if aCallNeverReturned.value { return }
       let channel = Channel<Int>(capacity: capacity)
       let cancelled = Started { try await channel.receive() }
       try await expectStillWaiting(cancelled, "receive() returned from an empty channel")
@@ -228,6 +320,8 @@ struct BuildAChannelTests {
       "A cancelled waiting sender throws CancellationError at once; its element is not sent",
       arguments: [0, 1])
     func cancelWaitingSender(capacity: Int) async throws {
+      // An earlier test already found a call that never returns; this one would hang too.
+      if aCallNeverReturned.value { return }
       let channel = Channel<Int>(capacity: capacity)
       if capacity == 1 { try await fill(channel, with: 1) }
       let cancelled = Started { try await channel.send(2) }
@@ -238,13 +332,16 @@ struct BuildAChannelTests {
       let result = try await cancelled.result("a cancelled send(_:)", hint: cancelHint)
       #expect(throws: CancellationError.self) { try result.get() }
       channel.close()
+      let drained = try await drain(channel)
+      #expect(!drained.contains(2), "the element of a cancelled send was received")
       #expect(
-        try await drain(channel) == (capacity == 1 ? [1] : []),
-        "the element of a cancelled send was received")
+        capacity == 0 || drained.contains(1), "close() must not drop buffered elements")
     }
 
     @Test("Cancelling one of several waiting senders keeps the others in their order")
     func cancelMiddleSender() async throws {
+      // An earlier test already found a call that never returns; this one would hang too.
+      if aCallNeverReturned.value { return }
       let channel = Channel<Int>(capacity: 0)
       var senders: [Started<Void>] = []
       for element in 1...3 {
@@ -266,6 +363,15 @@ struct BuildAChannelTests {
       #expect(received == [1, 3])
       try await senders[0].value("the first send(_:)", hint: sendHint)
       try await senders[2].value("the third send(_:)", hint: sendHint)
+    }
+
+    @Test(
+      "A waiting receiver cancelled while close() resumes it: close() does not hold the lock",
+      arguments: [0, 2])
+    func cancelWhileResuming(capacity: Int) async throws {
+      for round in 1...3 {
+        _ = try await cancelWhileClosing(capacity: capacity, round: round)
+      }
     }
 
     @Test("A task that is already cancelled does not wait in send or receive")
@@ -295,6 +401,12 @@ struct BuildAChannelTests {
       "A sender cancelled as a receiver arrives: its element is received once if send returned, never if it threw",
       arguments: [0, 1])
     func cancelSenderRacingHandOff(capacity: Int) async throws {
+      // If it stops early (a deadline passed), the tests after it would only hang too.
+      var completed = false
+      defer { if !completed { aCallNeverReturned.withLock { $0 = true } } }
+      // An earlier test already found a call that never returns; this one would hang too.
+      if aCallNeverReturned.value { return }
+      guard try await resumesOutsideTheLock() else { return }
       for round in 1...150 {
         let channel = Channel<Int>(capacity: capacity)
         if capacity == 1 { try await fill(channel, with: 0) }
@@ -320,12 +432,19 @@ struct BuildAChannelTests {
         }
         if capacity == 1 { #expect(everything.first == 0, "round \(round): lost the buffered 0") }
       }
+      completed = true
     }
 
     @Test(
       "A receiver cancelled as a sender arrives: it takes the element or nothing, and nothing is lost"
     )
     func cancelReceiverRacingHandOff() async throws {
+      // If it stops early (a deadline passed), the tests after it would only hang too.
+      var completed = false
+      defer { if !completed { aCallNeverReturned.withLock { $0 = true } } }
+      // An earlier test already found a call that never returns; this one would hang too.
+      if aCallNeverReturned.value { return }
+      guard try await resumesOutsideTheLock() else { return }
       for round in 1...150 {
         let channel = Channel<Int>(capacity: 0)
         let receiving = Started { try await channel.receive() }
@@ -350,6 +469,7 @@ struct BuildAChannelTests {
           try await sending.value("send(_:) to the next receiver", hint: sendHint)
         }
       }
+      completed = true
     }
 
     // MARK: Many at once
@@ -358,6 +478,11 @@ struct BuildAChannelTests {
       "Many producers and consumers: every element exactly once, in each producer's order",
       arguments: [0, 1, 16])
     func manyProducersAndConsumers(capacity: Int) async throws {
+      // If it stops early (a deadline passed), the tests after it would only hang too.
+      var completed = false
+      defer { if !completed { aCallNeverReturned.withLock { $0 = true } } }
+      // An earlier test already found a call that never returns; this one would hang too.
+      if aCallNeverReturned.value { return }
       let producers = 8
       let consumers = 6
       let perProducer = 250
@@ -413,12 +538,19 @@ struct BuildAChannelTests {
           everything.sorted() == sent,
           "round \(round): the elements received differ from those sent")
       }
+      completed = true
     }
 
     @Test(
       "Cancelling senders and receivers at random loses and duplicates nothing",
       arguments: [0, 4])
     func randomCancellation(capacity: Int) async throws {
+      // If it stops early (a deadline passed), the tests after it would only hang too.
+      var completed = false
+      defer { if !completed { aCallNeverReturned.withLock { $0 = true } } }
+      // An earlier test already found a call that never returns; this one would hang too.
+      if aCallNeverReturned.value { return }
+      guard try await resumesOutsideTheLock() else { return }
       let producers = 6
       let consumers = 6
       let perProducer = 200
@@ -480,6 +612,7 @@ struct BuildAChannelTests {
           }
         }
       }
+      completed = true
     }
   }
 }

@@ -7,8 +7,15 @@ private let endHint =
   "the pipeline did not end after its source was finished; when the workers' stage has "
   + "handed on its last result, finish the results stream so the consumer's loop ends"
 private let stopHint =
-  "the pipeline kept going after a stage failed or its task was cancelled; run the stages "
-  + "as child tasks of one task group, so that an error cancels the others"
+  "the pipeline kept going after a stage failed or its task was cancelled: an error must "
+  + "end the pipeline and cancel the other stages. Throwing out of the task group's body "
+  + "cancels its children; waitForAll() does not (it waits for every child, then rethrows), "
+  + "so run the consumer in the body, not as one more child"
+private let transformFailHint =
+  "the pipeline kept going after a transform threw: the workers' stage must see a "
+  + "transform's error as it happens, so that it ends the pipeline and cancels the other "
+  + "stages (no try?, and wait on the pool with next() before starting more than `workers` "
+  + "transforms)"
 
 private let onceHint =
   "each element must be transformed exactly once; read the source in one place, since a "
@@ -207,8 +214,9 @@ struct PipelinesTests {
     }
 
     await #expect(throws: Boom(tag: 5)) {
-      try await withDeadline(.seconds(2), "runPipeline(…) with a failing transform", hint: stopHint)
-      {
+      try await withDeadline(
+        .seconds(2), "runPipeline(…) with a failing transform", hint: transformFailHint
+      ) {
         try await runPipeline(
           source: endlessSource(), workers: 3, transform: transform, consume: activity.record)
       }

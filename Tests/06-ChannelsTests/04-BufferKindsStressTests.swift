@@ -25,6 +25,9 @@ extension BufferKindsTests {
     "Sends from callbacks on random threads while receivers are cancelled from others: each element at most once, in order",
     arguments: [BufferKind.unlimited, .conflated])
   func sendsFromPlainThreads(kind: BufferKind) async throws {
+    // If send(_:) resumed under the lock that onCancel takes, this test could deadlock the
+    // runtime's threads for good; the probe reports that safely instead.
+    guard try await cancelWhileSending(kind: kind, round: 0) else { return }
     let senders = 4
     let perSender = 200
     var problems: [String] = []

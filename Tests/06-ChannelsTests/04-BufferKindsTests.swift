@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import WorkbookTesting
 
@@ -30,6 +31,47 @@ private func send(
     sourceLocation: sourceLocation)
 }
 
+/// Lets a receiver wait on a thread of its own, sends from another thread, and has the
+/// probe cancel the receiver from a third one while send(_:) is inside resume. Returns false
+/// if that cancellation had to wait for the channel's lock (the probe then records why).
+func cancelWhileSending(
+  kind: BufferKind, round: Int, sourceLocation: SourceLocation = #_sourceLocation
+) async throws -> Bool {
+  let channel = NonBlockingChannel<Int>(kind)
+  let receiving = Locked(false)
+  let sent = Locked<Bool?>(nil)
+  Thread.detachNewThread {
+    while !receiving.value { usleep(1_000) }
+    // Let the receive() store its continuation (it runs on its own, idle thread).
+    usleep(50_000)
+    let accepted = channel.send(round)
+    sent.withLock { $0 = accepted }
+    // Refused (the send rule is not written yet): end the receive rather than hang.
+    if !accepted { channel.close() }
+  }
+  let clock = ContinuousClock()
+  let start = clock.now
+  let received = try await withCancellationRacingResume(
+    .seconds(2), "receive() resumed by send(_:) from another thread", hint: handOffHint,
+    sourceLocation: sourceLocation
+  ) {
+    receiving.withLock { $0 = true }
+    return try await channel.receive()
+  }
+  let elapsed = clock.now - start
+  await eventually("round \(round): send(_:) to return", sourceLocation: sourceLocation) {
+    sent.value != nil
+  }
+  try #require(
+    sent.value == true, "send(\(round)) was refused by an open channel",
+    sourceLocation: sourceLocation)
+  #expect(
+    received == round, "round \(round): the receiver lost the element",
+    sourceLocation: sourceLocation)
+  // The probe waits a second for a cancellation stuck behind the lock.
+  return elapsed < .milliseconds(900)
+}
+
 @Suite("6.4 Buffer kinds")
 struct BufferKindsTests {
   // MARK: Unlimited
@@ -42,7 +84,8 @@ struct BufferKindsTests {
 
     let received = try await drain(channel)
 
-    #expect(received.count == 10_000, "an unlimited channel must keep every element")
+    #expect(
+      received.count == 10_000, "an unlimited channel loses nothing: it keeps every element")
     #expect(received == Array(0..<10_000))
   }
 
@@ -60,7 +103,9 @@ struct BufferKindsTests {
     for element in 1...50 { try send(element, to: channel) }
     channel.close()
 
-    #expect(try await receiving.value("iterating the channel", hint: closeHint) == Array(1...50))
+    #expect(
+      try await receiving.value("iterating the channel", hint: closeHint) == Array(1...50),
+      "an unlimited channel loses nothing, and keeps the order")
   }
 
   // MARK: Conflated
@@ -94,16 +139,58 @@ struct BufferKindsTests {
   @Test("Conflated: a waiting receiver gets the very next element, nothing is skipped")
   func conflatedWaitingReceiver() async throws {
     let channel = NonBlockingChannel<Int>(.conflated)
-    let first = Started { try await channel.receive() }
-    try await expectStillWaiting(first, "receive() returned from an empty channel")
-    let second = Started { try await channel.receive() }
-    try await expectStillWaiting(second, "receive() returned from an empty channel")
+    // Started where the test can tell that each receive() is waiting, in this order.
+    let executor = SettlingExecutor()
+    let first = await Started.waiting(on: executor, "the first receive()") {
+      try await channel.receive()
+    }
+    let second = await Started.waiting(on: executor, "the second receive()") {
+      try await channel.receive()
+    }
+    try #require(
+      !first.isFinished && !second.isFinished, "receive() returned from an empty channel")
 
     try send(1, to: channel)
     try send(2, to: channel)
 
-    #expect(try await first.value("the first waiting receive()", hint: handOffHint) == 1)
-    #expect(try await second.value("the second waiting receive()", hint: handOffHint) == 2)
+    #expect(
+      try await first.value("the first waiting receive()", hint: handOffHint) == 1,
+      "the receiver that waited first must get the first element (first come, first served)")
+    #expect(
+      try await second.value("the second waiting receive()", hint: handOffHint) == 2,
+      """
+      a waiting receiver must get the very next element; a conflated channel skips only \
+      elements that nobody waits for
+      """)
+  }
+
+  @Test(
+    "Receivers that wait are served in the order they started waiting",
+    arguments: [BufferKind.unlimited, .conflated])
+  func waitingReceiversInOrder(kind: BufferKind) async throws {
+    let channel = NonBlockingChannel<Int>(kind)
+    let executor = SettlingExecutor()
+    var receivers: [Started<Int?>] = []
+    for index in 1...5 {
+      let receiver = await Started.waiting(on: executor, "receiver \(index)") {
+        try await channel.receive()
+      }
+      try #require(!receiver.isFinished, "receive() returned from an empty channel")
+      receivers.append(receiver)
+    }
+
+    for element in 1...5 { try send(element, to: channel) }
+
+    var received: [Int?] = []
+    for receiver in receivers {
+      received.append(try await receiver.value("a waiting receive()", hint: handOffHint))
+    }
+    #expect(
+      received == [1, 2, 3, 4, 5],
+      """
+      receivers 1 to 5 waited in that order and got \(received): hand each element to the \
+      receiver that has waited longest (receivers.popFirst())
+      """)
   }
 
   @Test("Conflated: the newest element is still received after close(), then nil")
@@ -188,6 +275,15 @@ struct BufferKindsTests {
 
     #expect(throws: CancellationError.self) { try result.get() }
     #expect(try await drain(channel) == [5], "the cancelled receiver took the element")
+  }
+
+  @Test(
+    "A waiting receiver cancelled while send(_:) resumes it: send does not hold the lock",
+    arguments: [BufferKind.unlimited, .conflated])
+  func cancelWhileResuming(kind: BufferKind) async throws {
+    for round in 1...3 {
+      _ = try await cancelWhileSending(kind: kind, round: round)
+    }
   }
 
   @Test(

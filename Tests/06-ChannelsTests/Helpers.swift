@@ -1,4 +1,6 @@
 import CoroutineKit
+import Dispatch
+import Synchronization
 import Testing
 import WorkbookTesting
 
@@ -16,6 +18,16 @@ final class Started<Success: Sendable>: Sendable {
     }
   }
 
+  /// Runs `operation` on `executor` (see ``SettlingExecutor``).
+  init(on executor: SettlingExecutor, _ operation: @escaping @Sendable () async throws -> Success) {
+    let finished = Locked(false)
+    self.finished = finished
+    task = Task(executorPreference: executor) {
+      defer { finished.withLock { $0 = true } }
+      return try await operation()
+    }
+  }
+
   /// True once the operation has returned or thrown.
   var isFinished: Bool { finished.value }
 
@@ -26,8 +38,13 @@ final class Started<Success: Sendable>: Sendable {
     within limit: Duration = .seconds(2), _ name: String, hint: String,
     sourceLocation: SourceLocation = #_sourceLocation
   ) async throws -> Result<Success, any Error> {
-    try await withDeadline(limit, name, hint: hint, sourceLocation: sourceLocation) {
-      await self.task.result
+    do {
+      return try await withDeadline(limit, name, hint: hint, sourceLocation: sourceLocation) {
+        await self.task.result
+      }
+    } catch let error as DeadlineExceeded {
+      aCallNeverReturned.withLock { $0 = true }
+      throw error
     }
   }
 
@@ -39,6 +56,11 @@ final class Started<Success: Sendable>: Sendable {
     try await result(within: limit, name, hint: hint, sourceLocation: sourceLocation).get()
   }
 }
+
+/// Set once a send or receive in this process never returned: the tests of many tasks at
+/// once would only hang on it too, and take so long that the runner stops the whole suite
+/// before it can report the first, clearer failure. They end early instead.
+let aCallNeverReturned = Locked(false)
 
 /// Gives `started` a moment, and expects it to be still running: it should be suspended.
 func expectStillWaiting<Success>(
@@ -70,4 +92,45 @@ func isIncreasing(_ elements: [Int]) -> Bool {
 /// A test's own error, to throw from a loop body or a stage.
 struct Boom: Error, Equatable {
   var tag = 0
+}
+
+/// A task executor with one serial queue, that knows when it has nothing left to run.
+///
+/// Tasks started on it run their code there up to their first suspension. Once it is idle,
+/// every such task is suspended (or finished): a `receive()` started on it has stored its
+/// continuation in the channel. That lets a test put waiters in a known order without
+/// guessing how long they take to start.
+final class SettlingExecutor: TaskExecutor {
+  private let queue = DispatchQueue(label: "workbook.tests.settling")
+  /// Jobs enqueued and not yet finished. A job that enqueues another counts it before
+  /// its own ends, so zero means that nothing runs now and nothing is about to.
+  private let pending = Atomic<Int>(0)
+
+  func enqueue(_ job: consuming ExecutorJob) {
+    let job = UnownedJob(job)
+    pending.add(1, ordering: .sequentiallyConsistent)
+    queue.async {
+      job.runSynchronously(on: self.asUnownedTaskExecutor())
+      self.pending.subtract(1, ordering: .sequentiallyConsistent)
+    }
+  }
+
+  /// True when no job is queued or running.
+  var isIdle: Bool { pending.load(ordering: .sequentiallyConsistent) == 0 }
+}
+
+extension Started {
+  /// Starts `operation` on `executor`, and returns once it is suspended (or finished), so
+  /// a `receive()` or `send(_:)` it calls is known to wait in the channel.
+  static func waiting(
+    on executor: SettlingExecutor, _ name: String,
+    sourceLocation: SourceLocation = #_sourceLocation,
+    _ operation: @escaping @Sendable () async throws -> Success
+  ) async -> Started {
+    let started = Started(on: executor, operation)
+    await eventually("\(name) to start waiting", sourceLocation: sourceLocation) {
+      executor.isIdle
+    }
+    return started
+  }
 }

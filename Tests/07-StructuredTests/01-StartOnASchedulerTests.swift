@@ -92,6 +92,35 @@ struct StartOnASchedulerTests {
     #expect(screen.status == "Loading…", "a cancelled load must not change the screen")
   }
 
+  @Test("A load cancelled after its future succeeded changes nothing on screen")
+  func cancelledAfterSuccess() async throws {
+    for ready in [true, false] {
+      let promise = CoPromise<String>()
+      if ready { promise.success("Ada Lovelace") }
+      let screen = ProfileScreen { _ in promise }
+      let task = screen.load("ada")
+      if !ready {
+        // Let the task reach its wait; then the answer comes, on this thread.
+        for _ in 0..<10 { await Task.yield() }
+        promise.success("Ada Lovelace")
+      }
+
+      // The future has succeeded, but the task cannot go on before this test gives the main
+      // actor back: it is cancelled first, so the answer is stale.
+      task.cancel()
+      try await withDeadline(.seconds(2), "a cancelled load()", hint: loadHint) {
+        await task.value
+      }
+
+      #expect(
+        screen.status == "Loading…",
+        """
+        a load cancelled after its future had already succeeded still showed the name: \
+        check Task.isCancelled after the await, before changing status
+        """)
+    }
+  }
+
   @Test("A new load cancels the one before, so a late answer never replaces a newer one")
   func newLoadWins() async throws {
     let slow = CoPromise<String>()
@@ -108,7 +137,12 @@ struct StartOnASchedulerTests {
       hint: "load() must cancel the previous load's task, and that task must end"
     ) { await first.value }
 
-    #expect(screen.status == "Grace Hopper", "the first, older load replaced the newer one")
+    #expect(
+      screen.status == "Grace Hopper",
+      """
+      the first, older load replaced the newer one: load() must cancel the load before it \
+      (keep its task, and cancel it)
+      """)
     #expect(slow.isCanceled, "the new load should cancel the previous load's future")
   }
 }

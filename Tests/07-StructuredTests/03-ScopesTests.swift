@@ -45,7 +45,12 @@ struct ScopesTests {
 
     scope.cancel()
 
-    #expect(scope.isCancelled)
+    #expect(
+      scope.isCancelled,
+      """
+      cancel() must mark the scope cancelled: isCancelled is true from then on, and work \
+      launched later starts cancelled
+      """)
     await eventually("every task to end, cancelled, after cancel()") {
       probe.endedCancelled.value == 5
     }
@@ -71,9 +76,13 @@ struct ScopesTests {
       the scope is still alive after its owner let it go: a task it launched holds it \
       strongly (capture [weak self] in the task)
       """)
-    await eventually("every task to end, cancelled, once the scope is gone") {
-      probe.endedCancelled.value == 3
-    }
+    let ended = await eventually { probe.endedCancelled.value == 3 }
+    #expect(
+      ended,
+      """
+      letting the scope go did not cancel its work (\(probe.endedCancelled.value) of 3 tasks \
+      ended): cancel every task in deinit
+      """)
   }
 
   @Test("Work launched into a cancelled scope starts cancelled")
@@ -85,7 +94,12 @@ struct ScopesTests {
     scope.launch { sawCancellation.withLock { $0 = Task.isCancelled } }
 
     await eventually("the launched work to run") { sawCancellation.value != nil }
-    #expect(sawCancellation.value == true, "work launched after cancel() was not cancelled")
+    #expect(
+      sawCancellation.value == true,
+      """
+      work launched after cancel() was not cancelled: cancel() must mark the scope cancelled, \
+      and launch(_:) must start work cancelled in a cancelled scope
+      """)
   }
 
   @Test("Forgets each task once it finishes")
@@ -104,8 +118,95 @@ struct ScopesTests {
 
     open.finish()
 
-    await eventually("the scope to forget its 4 finished tasks") { scope.runningCount == 0 }
+    let forgotten = await eventually { scope.runningCount == 0 }
+    #expect(
+      forgotten,
+      """
+      all 4 tasks have finished, yet runningCount is \(scope.runningCount): the scope must \
+      forget each task when it ends (have the task remove itself from the scope)
+      """)
     #expect(scope.isCancelled == false)
+  }
+
+  @Test("cancel() right after launch(_:) cancels work that has not started yet")
+  func cancelRightAfterLaunch() async throws {
+    for round in 1...20 {
+      let scope = TaskScope()
+      let probe = Probe()
+      for _ in 0..<3 { scope.launch(probe.waitForever) }
+
+      scope.cancel()
+
+      let ended = await eventually { probe.endedCancelled.value == 3 }
+      try #require(
+        ended,
+        """
+        round \(round): cancel() right after launch(_:) left \(3 - probe.endedCancelled.value) \
+        of 3 tasks running: a task belongs to the scope from the moment launch(_:) returns, \
+        started or not
+        """)
+      #expect(probe.endedNormally.value == 0)
+      let forgotten = await eventually { scope.runningCount == 0 }
+      #expect(forgotten, "round \(round): a cancelled scope still counts running tasks")
+    }
+  }
+
+  @Test("Tasks that finish at once are forgotten too: the running count reaches 0")
+  func instantTasksAreForgotten() async throws {
+    let scope = TaskScope()
+    let ran = Locked(0)
+
+    // From several tasks at once, so that some launched tasks end before launch returns.
+    await withTaskGroup(of: Void.self) { group in
+      for _ in 0..<4 {
+        group.addTask {
+          for _ in 0..<100 { scope.launch { ran.withLock { $0 += 1 } } }
+        }
+      }
+    }
+
+    await eventually("the 400 launched tasks to run") { ran.value == 400 }
+    let forgotten = await eventually { scope.runningCount == 0 }
+    #expect(
+      forgotten,
+      """
+      every task has finished, yet runningCount is \(scope.runningCount): the scope must \
+      forget each task when it ends (and a task that ends before launch(_:) has stored it is \
+      never forgotten: create and store it in one locked step)
+      """)
+  }
+
+  @Test("launch(_:) racing cancel() on other threads: every task ends, cancelled")
+  func launchRacingCancel() async throws {
+    // Kept alive to the end: letting a scope go would cancel its tasks and hide the bug.
+    var scopes: [TaskScope] = []
+    let probe = Probe()
+    let rounds = 200
+
+    for _ in 1...rounds {
+      let scope = TaskScope()
+      scopes.append(scope)
+      await withTaskGroup(of: Void.self) { group in
+        for _ in 0..<3 {
+          group.addTask {
+            for _ in 0..<10 { scope.launch(probe.waitForever) }
+          }
+        }
+        group.addTask { scope.cancel() }
+      }
+    }
+
+    let ended = await eventually { probe.endedCancelled.value == rounds * 30 }
+    #expect(
+      ended,
+      """
+      launch(_:) and cancel() on other threads left \
+      \(rounds * 30 - probe.endedCancelled.value) of \(rounds * 30) tasks running: cancel() \
+      must mark the scope cancelled, and launch(_:) must check that flag and store the task \
+      in the same locked step, so cancel() either finds the task or the task starts cancelled
+      """)
+    #expect(probe.endedNormally.value == 0)
+    withExtendedLifetime(scopes) {}
   }
 
   @Test("Cancelling one scope leaves another scope's work running")

@@ -26,38 +26,48 @@ private func flaky(failures: Int, calls: Locked<Int>) -> @Sendable () async thro
 private struct StoppedEarly: Error {}
 
 /// Returns once `retry` is asleep on `clock` after `attempt` attempts. If `retry` ends
-/// instead, records how it ended and throws: a retry that never waits is the bug to show.
+/// instead, or never sleeps on `clock`, records why and throws: a retry that never waits,
+/// waits on another clock, or blocks its thread is the bug to show.
 private func asleep(
-  _ clock: ManualClock, _ retry: Task<String, any Error>, after attempt: Int,
-  sleepers: Int = 1, sourceLocation: SourceLocation = #_sourceLocation
+  _ clock: ManualClock, _ retry: Task<String, any Error>, on executor: OneThreadExecutor,
+  after attempt: Int, sleepers: Int = 1, sourceLocation: SourceLocation = #_sourceLocation
 ) async throws {
-  let (events, report) = AsyncStream.makeStream(
-    of: Result<String, any Error>?.self, bufferingPolicy: .bufferingOldest(1))
-  let sleeping = Task {
-    await clock.sleeping(sleepers)
-    report.yield(nil)
+  let ended = Locked<Result<String, any Error>?>(nil)
+  let watching = Task {
+    let result = await retry.result
+    ended.withLock { $0 = result }
   }
-  let ending = Task { report.yield(await retry.result) }
-  defer {
-    sleeping.cancel()
-    ending.cancel()
+  defer { watching.cancel() }
+  _ = await eventually(within: .seconds(2)) {
+    clock.sleeperCount >= sleepers || ended.value != nil
   }
-  let first = try await withDeadline(
-    .seconds(2), "a sleep after attempt \(attempt)", hint: sleepHint,
-    sourceLocation: sourceLocation
-  ) {
-    var iterator = events.makeAsyncIterator()
-    return await iterator.next() ?? nil
+  if clock.sleeperCount >= sleepers { return }
+  if let result = ended.value {
+    let outcome: String
+    switch result {
+    case .success(let value): outcome = "returned \(value)"
+    case .failure(let error): outcome = "threw \(error)"
+    }
+    Issue.record(
+      "retrying(…) \(outcome) after attempt \(attempt), instead of waiting on the clock",
+      sourceLocation: sourceLocation)
+  } else if (executor.currentJobAge ?? .zero) >= .milliseconds(500) {
+    Issue.record(
+      """
+      retrying(…) blocked its thread instead of suspending after attempt \(attempt) \
+      (Thread.sleep, usleep or a semaphore hold the thread while they wait): wait with \
+      try await Task.sleep(for: delay, clock: clock)
+      """,
+      sourceLocation: sourceLocation)
+  } else {
+    Issue.record(
+      """
+      retrying(…) never slept on the clock it was given after attempt \(attempt): wait with \
+      Task.sleep(for: delay, clock: clock), not Task.sleep(for:) (the real clock) or another \
+      clock
+      """,
+      sourceLocation: sourceLocation)
   }
-  guard let ended = first else { return }
-  let outcome: String
-  switch ended {
-  case .success(let value): outcome = "returned \(value)"
-  case .failure(let error): outcome = "threw \(error)"
-  }
-  Issue.record(
-    "retrying(…) \(outcome) after attempt \(attempt), instead of waiting on the clock",
-    sourceLocation: sourceLocation)
   throw StoppedEarly()
 }
 
@@ -69,7 +79,11 @@ struct InjectedClockTests {
     let clock = ManualClock()
     let calls = Locked(0)
 
-    let report = try await withDeadline(.seconds(2), "retrying(…)", hint: "it never returned") {
+    let report = try await withDeadline(
+      .seconds(2), "retrying(…)",
+      hint: "the first attempt succeeded, so retrying(…) must return its value at once: call "
+        + "operation first, and wait only after it throws"
+    ) {
       try await retrying(
         attempts: 3, firstDelay: .seconds(1), clock: clock,
         flaky(failures: 0, calls: calls))
@@ -84,7 +98,8 @@ struct InjectedClockTests {
   func waitsAndDoubles() async throws {
     let clock = ManualClock()
     let calls = Locked(0)
-    let retry = Task {
+    let executor = OneThreadExecutor()
+    let retry = Task(executorPreference: executor) {
       try await retrying(
         attempts: 4, firstDelay: .seconds(1), clock: clock,
         flaky(failures: 3, calls: calls))
@@ -92,8 +107,15 @@ struct InjectedClockTests {
     defer { retry.cancel() }
 
     for (attempt, wait) in [(1, 1), (2, 2), (3, 4)] {
-      try await asleep(clock, retry, after: attempt)
+      try await asleep(clock, retry, on: executor, after: attempt)
       #expect(calls.value == attempt, "attempt \(attempt + 1) started before its wait")
+      let asked = clock.requestedSleeps.last
+      #expect(
+        asked == .seconds(wait),
+        """
+        the wait after attempt \(attempt) was \(asked.map { "\($0)" } ?? "none"), not \(wait) \
+        seconds: wait firstDelay first, then double the delay after each wait
+        """)
       clock.advance(by: .seconds(wait) - .milliseconds(1))
       #expect(clock.sleeperCount == 1, "the wait after attempt \(attempt) ended too early")
       clock.advance(by: .milliseconds(1))
@@ -111,7 +133,8 @@ struct InjectedClockTests {
   func givesUp() async throws {
     let clock = ManualClock()
     let calls = Locked(0)
-    let retry = Task {
+    let executor = OneThreadExecutor()
+    let retry = Task(executorPreference: executor) {
       try await retrying(
         attempts: 3, firstDelay: .milliseconds(500), clock: clock,
         flaky(failures: 10, calls: calls))
@@ -119,7 +142,7 @@ struct InjectedClockTests {
     defer { retry.cancel() }
 
     for attempt in 1...2 {
-      try await asleep(clock, retry, after: attempt)
+      try await asleep(clock, retry, on: executor, after: attempt)
       clock.advance(by: .seconds(10))
     }
 
@@ -137,16 +160,23 @@ struct InjectedClockTests {
   func cancellationEndsTheWait() async throws {
     let clock = ManualClock()
     let calls = Locked(0)
-    let retry = Task {
+    let executor = OneThreadExecutor()
+    let retry = Task(executorPreference: executor) {
       try await retrying(
         attempts: 5, firstDelay: .seconds(30), clock: clock,
         flaky(failures: 10, calls: calls))
     }
-    try await asleep(clock, retry, after: 1)
+    try await asleep(clock, retry, on: executor, after: 1)
 
     retry.cancel()
 
-    await #expect(throws: CancellationError.self) {
+    await #expect(
+      throws: CancellationError.self,
+      """
+      a cancelled retry must end with CancellationError: keep the try on Task.sleep (try? \
+      swallows the cancellation and starts the next attempt)
+      """
+    ) {
       try await withDeadline(
         .seconds(2), "a cancelled retrying(…)",
         hint: "the wait must end when the task is cancelled: Task.sleep throws, so use try"
@@ -160,11 +190,12 @@ struct InjectedClockTests {
     let clock = ManualClock()
     let fast = Locked(0)
     let slow = Locked(0)
-    let first = Task {
+    let executor = OneThreadExecutor()
+    let first = Task(executorPreference: executor) {
       try await retrying(
         attempts: 2, firstDelay: .seconds(1), clock: clock, flaky(failures: 1, calls: fast))
     }
-    let second = Task {
+    let second = Task(executorPreference: executor) {
       try await retrying(
         attempts: 2, firstDelay: .seconds(5), clock: clock, flaky(failures: 1, calls: slow))
     }
@@ -172,8 +203,8 @@ struct InjectedClockTests {
       first.cancel()
       second.cancel()
     }
-    try await asleep(clock, first, after: 1)
-    try await asleep(clock, second, after: 1, sleepers: 2)
+    try await asleep(clock, first, on: executor, after: 1)
+    try await asleep(clock, second, on: executor, after: 1, sleepers: 2)
 
     clock.advance(by: .seconds(1))
     let fastReport = try await withDeadline(.seconds(2), "the 1 s retry", hint: sleepHint) {

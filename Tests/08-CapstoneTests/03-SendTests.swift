@@ -31,11 +31,40 @@ struct SendTests {
     connection.disconnect()
   }
 
+  @Test("send(_:) suspends while it waits, leaving its thread free for the completion")
+  func sendSuspends() async throws {
+    let server = try startedServer()
+    defer { server.stop() }
+    let bob = try await join(server, as: "bob")
+    // The completions run on the sender's one thread, behind it, as on the main queue.
+    let executor = OneThreadExecutor()
+    let connection = ChatConnection(callbacksVia: executor.schedule)
+    try await legacyConnect(connection, port: server.port, name: "alice")
+
+    try await withDeadline(
+      .seconds(2), "send(\"hello\")",
+      hint: "the completion's success path (error == nil) never resumes the continuation",
+      on: executor
+    ) {
+      try await connection.send("hello")
+    }
+
+    await eventually("bob to receive alice's line") {
+      bob.recorder.lines.value.contains("alice: hello")
+    }
+    connection.disconnect()
+  }
+
   @Test("Sending before joining throws .notConnected")
   func sendBeforeConnectThrows() async throws {
     let connection = ChatConnection()
 
-    let error = await #expect(throws: ChatConnectionError.self) {
+    let error = await #expect(
+      throws: ChatConnectionError.self,
+      Comment(
+        rawValue: "sending before joining must throw the connection's error (.notConnected): the "
+          + "completion's error was swallowed, or never waited for")
+    ) {
       try await withDeadline(
         .seconds(2), "send(_:) before connecting",
         hint: "the completion's error path never resumes the continuation"
@@ -43,7 +72,7 @@ struct SendTests {
         try await connection.send("hello")
       }
     }
-    #expect(error == .notConnected)
+    #expect(error == .notConnected, "throw the connection's own error, unchanged")
   }
 
   @Test("A line with a newline in it throws .invalidLine, and the next line still goes")
@@ -54,7 +83,12 @@ struct SendTests {
     let connection = ChatConnection()
     try await legacyConnect(connection, port: server.port, name: "alice")
 
-    let error = await #expect(throws: ChatConnectionError.self) {
+    let error = await #expect(
+      throws: ChatConnectionError.self,
+      Comment(
+        rawValue: "a line with a newline must throw the connection's error (.invalidLine): the "
+          + "completion's error was swallowed, or never waited for")
+    ) {
       try await withDeadline(
         .seconds(2), "send(\"two\\nlines\")",
         hint: "the completion's error path never resumes the continuation"
@@ -62,8 +96,11 @@ struct SendTests {
         try await connection.send("two\nlines")
       }
     }
-    #expect(error == .invalidLine)
-    try await withDeadline(.seconds(2), "send(\"fine\")") {
+    #expect(error == .invalidLine, "throw the connection's own error, unchanged")
+    try await withDeadline(
+      .seconds(2), "send(\"fine\")",
+      hint: "the completion's success path (error == nil) never resumes the continuation"
+    ) {
       try await connection.send("fine")
     }
     await eventually("bob to receive alice's valid line") {
@@ -80,7 +117,13 @@ struct SendTests {
     try await legacyConnect(connection, port: server.port, name: "alice")
     connection.disconnect()
 
-    await #expect(throws: ChatConnectionError.self) {
+    await #expect(
+      throws: ChatConnectionError.self,
+      Comment(
+        rawValue:
+          "sending after disconnect() must throw the connection's error: the completion's error "
+          + "was swallowed, or never waited for")
+    ) {
       try await withDeadline(
         .seconds(2), "send(_:) after disconnect()",
         hint: "the completion's error path never resumes the continuation"

@@ -185,6 +185,44 @@ struct ChatServerTests {
     }
   }
 
+  @Test("The greeting follows the welcome; a delegate set after the connect misses it")
+  func greeting() async throws {
+    let server = ChatServer(port: 0, greeting: ["* hello from the server", "* 2 rules"])
+    try server.start()
+    defer { server.stop() }
+    let early = try await join(server, as: "early")
+    await early.expectToReceive("* 2 rules")
+    #expect(early.recorder.lines.value == ["* hello from the server", "* 2 rules"])
+
+    // Set only once the connect completed: the greeting was read with the welcome, before.
+    let late = Member(name: "late", connection: ChatConnection(), recorder: Recorder())
+    try await connect(late.connection, port: server.port, name: "late")
+    late.connection.delegate = late.recorder
+    try await early.send("after")
+    await late.expectToReceive("early: after")
+    #expect(late.recorder.lines.value == ["early: after"], "the greeting went to no delegate")
+  }
+
+  @Test("callbacksVia: every completion and delegate call goes through the scheduler")
+  func callbacksVia() async throws {
+    let server = ChatServer(port: 0, greeting: ["* hi"])
+    try server.start()
+    defer { server.stop() }
+    let queue = DispatchQueue(label: "test scheduler")
+    let scheduled = Locked(0)
+    let connection = ChatConnection(callbacksVia: { work in
+      scheduled.withLock { $0 += 1 }
+      queue.async(execute: work)
+    })
+    let member = Member(name: "via", connection: connection, recorder: Recorder())
+    connection.delegate = member.recorder
+    try await connect(connection, port: server.port, name: "via")
+    await member.expectToReceive("* hi")
+    try await member.send("hello")
+    // The connect's completion, the greeting's delivery and the send's completion.
+    #expect(scheduled.value == 3)
+  }
+
   @Test("Stopping the server ends every client with closedByServer")
   func stop() async throws {
     let server = try startedServer()

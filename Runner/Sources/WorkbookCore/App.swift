@@ -283,35 +283,51 @@ public enum App {
     }
     let watcher = Watcher(folder: root.appendingPathComponent("Chapters"))
     var snapshot = watcher.snapshot()
+    var exercises = chapter.exercises
+    var saved: [String] = []
     while true {
       if terminal.progress || terminal.color {
         FileHandle.standardOutput.write(Data("\u{1B}[H\u{1B}[2J".utf8))
+      }
+      if !saved.isEmpty {
+        let ids = exercises.map(\.id).joined(separator: ", ")
+        Output.out(
+          "saved \(saved.map { "Chapters/\($0)" }.joined(separator: ", ")): re-grading \(ids)")
       }
       var single = invocation
       single.chapter = chapter.number
       single.exercise = nil
       let report = try grade(
-        [(chapter, chapter.exercises)], root: root, invocation: single, terminal: terminal)
+        [(chapter, exercises)], root: root, invocation: single, terminal: terminal)
       let problems = record(report, root: root)
       Output.out(TextRenderer(terminal: terminal).render(report))
       problems.forEach(Output.err)
+      let scope =
+        invocation.chapter == nil ? "a file under Chapters/" : "a file of chapter \(chapter.number)"
       Output.out(
         terminal.paint(
-          "\nwatching Chapters/ — save a file to re-check chapter \(chapter.number); Ctrl-C stops",
+          "\nwatching Chapters/\(invocation.chapter == nil ? "" : chapter.folder + "/") — save "
+            + "\(scope) to re-check it; Ctrl-C stops",
           .dim))
 
-      // Wait for a change, then for the files to settle (editors save in several steps).
+      // Wait for a change that matters, then for the files to settle (editors save in
+      // several steps). With a chapter chosen, files of other chapters do not count.
+      let watched = invocation.chapter.map { _ in chapter.folder }
+      func relevant(_ paths: [String]) -> [String] {
+        guard let watched else { return paths }
+        return paths.filter { $0.hasPrefix(watched + "/") }
+      }
       var changed: [String] = []
       while changed.isEmpty {
         Thread.sleep(forTimeInterval: 0.5)
         let next = watcher.snapshot()
-        changed = Watcher.changes(from: snapshot, to: next)
+        changed = relevant(Watcher.changes(from: snapshot, to: next))
         snapshot = next
       }
       while true {
         Thread.sleep(forTimeInterval: 0.3)
         let next = watcher.snapshot()
-        let more = Watcher.changes(from: snapshot, to: next)
+        let more = relevant(Watcher.changes(from: snapshot, to: next))
         snapshot = next
         if more.isEmpty { break }
         changed += more
@@ -324,6 +340,8 @@ public enum App {
       } else if let same = workbook.chapter(number: chapter.number) {
         chapter = same
       }
+      saved = Array(Set(changed.filter { $0.hasPrefix(chapter.folder + "/") })).sorted()
+      exercises = Watcher.exercises(affectedBy: saved, in: chapter)
     }
   }
 

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A parsed command line.
 public struct Invocation: Equatable, Sendable {
   public enum Command: String, Equatable, Sendable, CaseIterable {
@@ -96,8 +98,7 @@ public enum ArgumentParser {
       case "--chapter":
         let text = try value(for: option, inline: argument, from: &remaining)
         guard let number = Int(text) else {
-          throw .usage(
-            "workbook: --chapter expects a chapter number, e.g. --chapter 1; got '\(text)'")
+          throw .usage(chapterError(text))
         }
         invocation.chapter = number
       case "--exercise":
@@ -121,12 +122,35 @@ public enum ArgumentParser {
       }
     }
     if invocation.chapter != nil, invocation.exercise != nil {
-      throw .usage("workbook \(command.rawValue): give --chapter or --exercise, not both")
+      throw .usage(
+        viaMake
+          ? "make \(command.rawValue): give CHAPTER or EXERCISE, not both"
+          : "workbook \(command.rawValue): give --chapter or --exercise, not both")
     }
     if command == .hint, invocation.exercise == nil {
       throw .usage("workbook hint: which exercise? e.g. workbook hint 1.3 (make hint EXERCISE=1.3)")
     }
     return invocation
+  }
+
+  /// True when make called the runner (the Makefile sets `WORKBOOK_MAKE`): messages then
+  /// name make's variables, which is what the learner typed.
+  static var viaMake: Bool { ProcessInfo.processInfo.environment["WORKBOOK_MAKE"] != nil }
+
+  /// What to say about `--chapter TEXT` that is not a chapter number; an exercise id gets
+  /// the option (or make variable) for one exercise.
+  static func chapterError(_ text: String, viaMake: Bool = viaMake) -> String {
+    let looksLikeExercise =
+      text.contains(".")
+      && text.split(separator: ".").allSatisfy {
+        Int($0) != nil
+      }
+    if viaMake {
+      return "make: CHAPTER takes a chapter number, e.g. make check CHAPTER=1; got '\(text)'"
+        + (looksLikeExercise ? ". For one exercise, use EXERCISE: make check EXERCISE=\(text)" : "")
+    }
+    return "workbook: --chapter expects a chapter number, e.g. --chapter 1; got '\(text)'"
+      + (looksLikeExercise ? ". For one exercise, use --exercise \(text)" : "")
   }
 
   /// The value of `--option VALUE` or `--option=VALUE`.

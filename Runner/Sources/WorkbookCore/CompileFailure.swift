@@ -42,7 +42,7 @@ public enum CompileFailure {
       notes.append(contentsOf: error.rendered(relativePath: path))
     }
     if chapterErrors.count > errorsShown * 2 {
-      notes.append("(\(chapterErrors.count - errorsShown * 2) more errors)")
+      notes.append(moreErrors(chapterErrors.count - errorsShown * 2))
     }
     if errors.isEmpty {
       let unlocated = DiagnosticsParser.unlocatedErrors(build.output)
@@ -70,7 +70,7 @@ public enum CompileFailure {
           details.append(contentsOf: error.rendered(relativePath: path))
         }
         if found.count > errorsShown {
-          details.append("(\(found.count - errorsShown) more errors)")
+          details.append(moreErrors(found.count - errorsShown))
         }
       } else {
         details.append(
@@ -84,4 +84,9 @@ public enum CompileFailure {
       number: chapter.number, title: chapter.title, folder: chapter.folder, compiled: false,
       notes: notes, exercises: reports)
   }
+}
+
+/// "(1 more error)", "(3 more errors)".
+func moreErrors(_ count: Int) -> String {
+  "(\(count) more error\(count == 1 ? "" : "s"))"
 }

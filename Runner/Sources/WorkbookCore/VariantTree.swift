@@ -1,9 +1,12 @@
 import Foundation
 import Synchronization
 
-/// The scratch package `workbook mistakes` builds: `.build-variants/tree/`, a copy of
-/// `Package.swift`, `Support/`, `Tests/` and `Solutions/` in which one solution file per
-/// exercise at a time is replaced by a mistake or an alternative.
+/// A scratch copy of the package that the runner builds instead of the root.
+///
+/// `workbook mistakes` uses `.build-variants/tree/`, a copy of `Package.swift`, `Support/`,
+/// `Tests/` and `Solutions/` in which one solution file per exercise at a time is replaced
+/// by a mistake or an alternative. `workbook verify` uses `.build-starters/tree/`, whose
+/// `Chapters/` holds the starters as committed rather than the learner's edits.
 ///
 /// Syncing copies a file only when its bytes differ (so unchanged files keep their
 /// modification times and builds stay incremental) and removes files that vanished from
@@ -12,15 +15,18 @@ import Synchronization
 /// interrupt the tree is closed and refuses further writes. A run killed outright leaves a
 /// variant in the tree; the next sync puts the solution back.
 public final class VariantTree: Sendable {
-  /// The folder under the root that holds the tree and its build.
+  /// The folder under the root that holds the mistakes' tree and its build.
   public static let folder = ".build-variants"
-  /// What is copied from the root.
+  /// What the mistakes' tree copies from the root.
   public static let copied = ["Package.swift", "Support", "Tests", "Solutions"]
 
   public let root: URL
   public let tree: URL
   /// The scratch path the tree is built with (absolute).
   public let scratchPath: String
+  /// The folder under the root that holds the tree and its build, and what is copied.
+  public let folder: String
+  public let copied: [String]
 
   private struct State {
     var originals: [String: Data] = [:]
@@ -28,9 +34,12 @@ public final class VariantTree: Sendable {
   }
   private let state = Mutex(State())
 
-  public init(root: URL) {
+  public init(root: URL, folder: String = VariantTree.folder, copied: [String] = VariantTree.copied)
+  {
     self.root = root
-    let base = root.appendingPathComponent(Self.folder)
+    self.folder = folder
+    self.copied = copied
+    let base = root.appendingPathComponent(folder)
     tree = base.appendingPathComponent("tree")
     scratchPath = base.appendingPathComponent("build").path
   }
@@ -39,7 +48,7 @@ public final class VariantTree: Sendable {
   public func sync() throws(WorkbookError) {
     let manager = FileManager.default
     var wanted: Set<String> = []
-    for entry in Self.copied {
+    for entry in copied {
       let source = root.appendingPathComponent(entry)
       var isFolder: ObjCBool = false
       guard manager.fileExists(atPath: source.path, isDirectory: &isFolder) else { continue }
@@ -59,17 +68,17 @@ public final class VariantTree: Sendable {
           at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
         try Data(contentsOf: source).write(to: target)
       }
-      for entry in Self.copied {
-        let folder = tree.appendingPathComponent(entry)
-        for path in Watcher(folder: folder).snapshot().keys
+      for entry in copied {
+        let copiedFolder = tree.appendingPathComponent(entry)
+        for path in Watcher(folder: copiedFolder).snapshot().keys
         where !wanted.contains("\(entry)/\(path)") {
-          try manager.removeItem(at: folder.appendingPathComponent(path))
+          try manager.removeItem(at: copiedFolder.appendingPathComponent(path))
         }
       }
     } catch {
       throw .failure(
         "cannot copy the workbook into \(tree.path): \(error.localizedDescription) "
-          + "(remove \(Self.folder) and try again)")
+          + "(remove \(folder) and try again)")
     }
   }
 

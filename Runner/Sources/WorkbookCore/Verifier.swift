@@ -8,9 +8,10 @@ import Foundation
 ///   (1 per exercise);
 /// - solutions: they build with warnings as errors and no `warning:` line (1), and each
 ///   exercise's suite passes against its solution (1 per exercise);
-/// - starters: each starter's digest equals `starterDigest` and grading it yields exactly
-///   `starterVerdict` (1 per exercise).
-///
+/// - starters, as shipped: each starter (the file in Chapters/ if it is untouched,
+///   otherwise the one committed at HEAD, so a learner's work in progress never counts)
+///   matches `starterDigest` and grading it yields exactly `starterVerdict` (1 per
+///   exercise; see ``CommittedStarters``);
 /// - mistakes and alternatives: each mistake gets its verdict with its phrase, each
 ///   alternative passes (1 per variant; see ``MistakeChecker``).
 ///
@@ -108,9 +109,37 @@ public struct Verifier: Sendable {
       }
     }
 
-    print(terminal.paint("verify: starters (Chapters/)", .bold))
+    print(terminal.paint("verify: starters (as committed, not your edits in Chapters/)", .bold))
+    let shipped = CommittedStarters.resolve(root: root, chapters: chapters)
+    let learnerEdited = shipped.starters.values.filter { $0.origin == .committed }
+    if let note = shipped.note,
+      shipped.starters.values.contains(where: { $0.origin != .workingCopy })
+    {
+      print("        \(note)")
+    }
+    // The starters are graded where they are, unless the learner has edited some: then in
+    // a copy of the package whose Chapters/ holds the committed starters.
+    var starterRoot = root
+    var starterScratch: String?
+    if !learnerEdited.isEmpty {
+      let tree = VariantTree(
+        root: root, folder: ".build-starters",
+        copied: ["Package.swift", "Support", "Tests", "Chapters"])
+      status.show("verify: copying the committed starters into .build-starters…")
+      try tree.sync()
+      for starter in learnerEdited {
+        if let content = starter.content { try tree.write(starter.path, content) }
+      }
+      print(
+        "        \(learnerEdited.count) of your files in Chapters/ differ from the committed "
+          + "starters; graded the committed ones in .build-starters/ (your files are untouched)")
+      starterRoot = tree.tree
+      starterScratch = tree.scratchPath
+    }
     let starters = Grader(
-      options: GraderOptions(root: root, source: .learner, timeout: timeout, jobs: jobs),
+      options: GraderOptions(
+        root: starterRoot, source: .learner, scratchPath: starterScratch, timeout: timeout,
+        jobs: jobs),
       status: status)
     let graded = try starters.grade(selection)
     let reports = Dictionary(
@@ -124,12 +153,8 @@ public struct Verifier: Sendable {
       }
       for exercise in chapter.exercises {
         var problems: [String] = []
-        let path = chapter.starterPath(exercise)
-        let digest = Digest.ofFile(root.appendingPathComponent(path))
-        if digest != exercise.starterDigest {
-          problems.append(
-            "digest \(digest ?? "(unreadable)") differs from starterDigest "
-              + "\"\(exercise.starterDigest)\" (run `make fingerprint` after editing a starter)")
+        if case .mismatch(let problem) = shipped.starters[exercise.id]?.origin {
+          problems.append(problem)
         }
         if let report = reports[exercise.id], report.verdict.rawValue != exercise.starterVerdict {
           problems.append(

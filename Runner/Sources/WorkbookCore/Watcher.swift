@@ -45,4 +45,16 @@ public struct Watcher: Sendable {
     guard let folder = path.split(separator: "/").first else { return nil }
     return workbook.chapters.first { $0.folder == folder }
   }
+
+  /// The exercises of `chapter` to re-grade after `paths` (relative to Chapters/) changed:
+  /// those whose files changed, or every exercise when another file of the chapter changed
+  /// (a helper any of them may use) or nothing of it did.
+  public static func exercises(affectedBy paths: [String], in chapter: Chapter) -> [Exercise] {
+    let byPath = Dictionary(
+      chapter.exercises.map { ("\(chapter.folder)/\($0.file)", $0) },
+      uniquingKeysWith: { a, _ in a })
+    let hit = paths.compactMap { byPath[$0] }
+    guard !hit.isEmpty, hit.count == paths.count else { return chapter.exercises }
+    return chapter.exercises.filter { exercise in hit.contains { $0.id == exercise.id } }
+  }
 }

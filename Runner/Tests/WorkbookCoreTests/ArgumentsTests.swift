@@ -32,6 +32,10 @@ import Testing
       "workbook: --chapter expects a chapter number, e.g. --chapter 1; got 'one'"
     ),
     (
+      ["check", "--chapter", "1.1"],
+      "workbook: --chapter expects a chapter number, e.g. --chapter 1; got '1.1'. For one exercise, use --exercise 1.1"
+    ),
+    (
       ["check", "--chapter", "1", "--exercise", "1.1"],
       "workbook check: give --chapter or --exercise, not both"
     ),
@@ -63,5 +67,15 @@ import Testing
   @Test func helpWinsAnywhere() throws {
     #expect(try ArgumentParser.parse(["check", "--help"]).command == .help)
     #expect(try ArgumentParser.parse(["-h"]).command == .help)
+  }
+
+  @Test func underMakeAnExerciseIdForChapterSuggestsEXERCISE() {
+    #expect(
+      ArgumentParser.chapterError("1.1", viaMake: true)
+        == "make: CHAPTER takes a chapter number, e.g. make check CHAPTER=1; got '1.1'. "
+        + "For one exercise, use EXERCISE: make check EXERCISE=1.1")
+    #expect(
+      ArgumentParser.chapterError("one", viaMake: true)
+        == "make: CHAPTER takes a chapter number, e.g. make check CHAPTER=1; got 'one'")
   }
 }

@@ -150,4 +150,16 @@ import Testing
     #expect(Watcher.chapter(of: "02-Broken/01-Halving.swift", in: workbook)?.number == 2)
     #expect(Watcher.chapter(of: "99-Nope/x.swift", in: workbook) == nil)
   }
+
+  @Test func regradesOnlyTheExercisesWhoseFilesChanged() throws {
+    let workbook = try MetadataLoader.load(
+      root: Fixtures.folder.appendingPathComponent("MiniWorkbook"))
+    let chapter = try #require(workbook.chapter(number: 1))
+    let second = "01-Basics/\(chapter.exercises[1].file)"
+    #expect(Watcher.exercises(affectedBy: [second], in: chapter).map(\.id) == ["1.2"])
+    // Another file of the chapter (a helper) may matter to any exercise.
+    #expect(
+      Watcher.exercises(affectedBy: [second, "01-Basics/Helpers.swift"], in: chapter).count
+        == chapter.exercises.count)
+  }
 }

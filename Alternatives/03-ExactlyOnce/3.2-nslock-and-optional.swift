@@ -1,0 +1,61 @@
+import Foundation
+import LegacyKit
+import Synchronization
+
+// The callback way:
+//
+//     scale.measure { result in
+//       // Older firmware can get here more than once for one measurement,
+//       // sometimes from several threads at the same moment.
+//     }
+
+/// Resumes the continuation it wraps at most once: the first call wins and later calls
+/// are ignored. Any number of threads may call it at the same time.
+final class ResumeOnce<Value: Sendable, Failure: Error>: @unchecked Sendable {
+  // Guarded by `lock`: every read and write of `continuation` happens while holding it.
+  private let lock = NSLock()
+  private var continuation: CheckedContinuation<Value, Failure>?
+
+  init(_ continuation: CheckedContinuation<Value, Failure>) {
+    self.continuation = continuation
+  }
+
+  /// Resumes the continuation with `result` unless an earlier call already did.
+  /// - Returns: Whether this call resumed it.
+  @discardableResult
+  func resume(with result: Result<Value, Failure>) -> Bool {
+    lock.lock()
+    let taken = continuation
+    continuation = nil
+    lock.unlock()
+    guard let taken else { return false }
+    taken.resume(with: result)
+    return true
+  }
+
+  /// Resumes the continuation with `value` unless an earlier call already did.
+  @discardableResult
+  func resume(returning value: Value) -> Bool {
+    resume(with: .success(value))
+  }
+
+  /// Resumes the continuation by throwing `error` unless an earlier call already did.
+  @discardableResult
+  func resume(throwing error: Failure) -> Bool {
+    resume(with: .failure(error))
+  }
+}
+
+/// Weighs whoever stands on `scale`. The first reading the scale sends is the answer.
+func weigh(on scale: BluetoothScale) async throws -> Double {
+  try await withCheckedThrowingContinuation { continuation in
+    // One wrapper per measurement: the scale's repeats all go through it, and only the
+    // first reaches the continuation. If the scale never called back, the wrapper (and
+    // the checked continuation inside it) would be released unresumed, and the runtime
+    // would still report the leak.
+    let once = ResumeOnce(continuation)
+    scale.measure { result in
+      once.resume(with: result)
+    }
+  }
+}

@@ -1,0 +1,36 @@
+import CoroutineKit
+
+// The coroutine way: a coroutine blocks on the future until it has a result.
+//
+//     DispatchQueue.global().startCoroutine {
+//       let forecast = try weather.forecast(for: "Lisbon").await()
+//       show(forecast)
+//     }
+//
+// `await()` blocks its thread, so it only works inside a coroutine; anywhere else it stops
+// the program. Async code needs a way to wait that suspends instead:
+//
+//     let forecast = try await weather.forecast(for: "Lisbon").value
+
+extension CoFuture where Value: Sendable {
+  /// The future's value, once it has one. Throws the future's error, or
+  /// `CoFutureError.cancelled` if the future was cancelled.
+  ///
+  /// Any number of tasks may await the same future, and each gets the same result; a future
+  /// that already has a result returns it at once. Like `Task.value`, awaiting does not
+  /// cancel anything: the future is shared, so one awaiter must not cancel it for the others.
+  var value: Value {
+    get async throws {
+      // A future that already has its result needs no continuation at all.
+      if let result { return try result.get() }
+      return try await withCheckedThrowingContinuation { continuation in
+        whenComplete { result in
+          switch result {
+          case .success(let value): continuation.resume(returning: value)
+          case .failure(let error): continuation.resume(throwing: error)
+          }
+        }
+      }
+    }
+  }
+}
