@@ -18,7 +18,7 @@ final class StepsViewModel {
     // `fetchTodaysSteps(completion:)` comes from a Swift 5 module, the compiler cannot prove
     // who calls the handler, so it makes the closure check on entry that it is running on
     // the main actor. The pedometer calls it on a background queue: the check fails and
-    // the process traps (`_dispatch_assert_queue_fail` in the backtrace).
+    // the process traps (the runner reports a main-actor closure run on a background thread).
     //
     // The fix: the handler only resumes the continuation, which is safe from any thread, so
     // mark it @Sendable. A @Sendable closure is not isolated to any actor, so nothing is

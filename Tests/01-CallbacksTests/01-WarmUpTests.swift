@@ -21,7 +21,44 @@ struct WarmUpTests {
       await greeting(for: "Ada", from: greeter)
     }
 
-    #expect(received == "Hello, Ada!")
+    #expect(received == "Hello, Ada!", Self.wrongGreeting(received))
+  }
+
+  /// What went wrong when `greeting(for:from:)` returned `received` instead of the greeting.
+  static func wrongGreeting(_ received: String) -> Comment {
+    if received.isEmpty {
+      return """
+        greeting(for:from:) returned an empty greeting: it returned before the greeter's \
+        handler ran; suspend on a continuation until the handler delivers the greeting
+        """
+    }
+    return """
+      greeting(for:from:) returned "\(received)", not the greeting the handler received: \
+      resume the continuation with the handler's argument
+      """
+  }
+
+  /// What went wrong when `greeter` was asked more than once for one greeting.
+  static func askedAgain(_ greeter: Greeter, expected: Int = 1) -> Comment {
+    """
+    greeting(for:from:) asked the greeter \(greeter.requestCount) times for \(expected) \
+    greeting(s): call greet(_:completion:) once per greeting, inside withCheckedContinuation
+    """
+  }
+
+  @Test("Suspends while it waits, so a greeting delivered on its own thread can arrive")
+  func suspendsWhileWaiting() async throws {
+    let executor = OneThreadExecutor()
+    let greeter = Greeter(script: lateOnThreadOf(executor))
+
+    let received = try await expectSuspends(
+      "greeting(for:from:)", hint: Self.hint, on: executor
+    ) {
+      await greeting(for: "Ada", from: greeter)
+    }
+
+    #expect(received == "Hello, Ada!", Self.wrongGreeting(received))
+    #expect(greeter.requestCount == 1, Self.askedAgain(greeter))
   }
 
   @Test("Asks the greeter exactly once per call", arguments: scripts)
@@ -32,7 +69,7 @@ struct WarmUpTests {
       await greeting(for: "Ada", from: greeter)
     }
 
-    #expect(greeter.requestCount == 1)
+    #expect(greeter.requestCount == 1, Self.askedAgain(greeter))
   }
 
   @Test("A second call on the same greeter gets its own greeting", arguments: scripts)
@@ -46,8 +83,8 @@ struct WarmUpTests {
       await greeting(for: "Grace", from: greeter)
     }
 
-    #expect(first == "Hello, Ada!")
-    #expect(second == "Hello, Grace!")
-    #expect(greeter.requestCount == 2)
+    #expect(first == "Hello, Ada!", Self.wrongGreeting(first))
+    #expect(second == "Hello, Grace!", Self.wrongGreeting(second))
+    #expect(greeter.requestCount == 2, Self.askedAgain(greeter, expected: 2))
   }
 }

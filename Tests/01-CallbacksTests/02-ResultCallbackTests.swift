@@ -40,11 +40,41 @@ struct ResultCallbackTests {
     let classifier = Self.makeClassifier(script: script)
     let image = expected == .unreadableImage ? Data() : Self.zebra
 
-    await #expect(throws: expected) {
-      try await withDeadline(.seconds(2), "classify(_:using:)", hint: Self.failureHint) {
-        try await classify(image, using: classifier)
-      }
+    await Self.expectClassifierError(expected) {
+      try await classify(image, using: classifier)
     }
+  }
+
+  /// Checks that `operation` throws the classifier's own `expected` error.
+  static func expectClassifierError(
+    _ expected: ClassificationError, sourceLocation: SourceLocation = #_sourceLocation,
+    _ operation: @escaping @Sendable () async throws -> String
+  ) async {
+    await expectThrows(
+      expected, from: "classify(_:using:)", hint: failureHint,
+      returned: { label in
+        "classify(_:using:) returned \"\(label)\" although the classifier reported "
+          + "\(expected): on .failure, throw the classifier's error instead of returning a label"
+      },
+      wrongError: { error in
+        "classify(_:using:) threw \(error), not the classifier's own error \(expected): "
+          + "pass the .failure's error on unchanged"
+      },
+      sourceLocation: sourceLocation, operation)
+  }
+
+  @Test("Suspends while it waits, so an answer delivered on its own thread can arrive")
+  func suspendsWhileWaiting() async throws {
+    let executor = OneThreadExecutor()
+    let classifier = Self.makeClassifier(script: lateOnThreadOf(executor))
+
+    let label = try await expectSuspends(
+      "classify(_:using:)", hint: Self.successHint, on: executor
+    ) {
+      try await classify(Self.cat, using: classifier)
+    }
+
+    #expect(label == "cat", "classify(_:using:) must return the label the classifier gives")
   }
 
   @Test("Asks the classifier exactly once per call", arguments: scripts)
@@ -55,7 +85,9 @@ struct ResultCallbackTests {
       try await classify(Self.cat, using: classifier)
     }
 
-    #expect(classifier.requestCount == 1)
+    #expect(
+      classifier.requestCount == 1,
+      "classify(_:using:) asked the classifier \(classifier.requestCount) times for one image")
   }
 
   @Test("The same classifier serves a success, then a failure, then a success again")
@@ -65,10 +97,8 @@ struct ResultCallbackTests {
     let first = try await withDeadline(.seconds(2), "classify(_:using:)", hint: Self.successHint) {
       try await classify(Self.cat, using: classifier)
     }
-    await #expect(throws: ClassificationError.unrecognised) {
-      try await withDeadline(.seconds(2), "classify(_:using:)", hint: Self.failureHint) {
-        try await classify(Self.zebra, using: classifier)
-      }
+    await Self.expectClassifierError(.unrecognised) {
+      try await classify(Self.zebra, using: classifier)
     }
     let third = try await withDeadline(.seconds(2), "classify(_:using:)", hint: Self.successHint) {
       try await classify(Self.cat, using: classifier)
@@ -76,6 +106,8 @@ struct ResultCallbackTests {
 
     #expect(first == "cat")
     #expect(third == "cat")
-    #expect(classifier.requestCount == 3)
+    #expect(
+      classifier.requestCount == 3,
+      "three calls should ask the classifier three times, not \(classifier.requestCount)")
   }
 }

@@ -61,7 +61,11 @@ struct NestedCallbacksTests {
       downloader.events == [
         .imageRequested(Self.sunset), .imageDelivered(Self.sunset),
         .metadataRequested(Self.sunset), .metadataDelivered(Self.sunset),
-      ])
+      ],
+      """
+      the metadata was requested before the image arrived (in parallel): await the image \
+      first, then ask for the metadata
+      """)
   }
 
   @Test(
@@ -71,14 +75,15 @@ struct NestedCallbacksTests {
     let downloader = ImageDownloader(
       catalogue: Self.catalogue, imageScript: script, metadataScript: script)
 
-    await #expect(throws: GalleryError.imageUnavailable) {
-      try await withDeadline(.seconds(2), Self.name, hint: Self.hint) {
-        try await loadGalleryItem(Self.missing, from: downloader)
-      }
+    await Self.expectGalleryError(.imageUnavailable) {
+      try await loadGalleryItem(Self.missing, from: downloader)
     }
     #expect(
       downloader.events == [.imageRequested(Self.missing), .imageDelivered(Self.missing)],
-      "after the image failed, the metadata must not be requested")
+      """
+      the metadata was requested although the image failed (in parallel, or before the \
+      image arrived): ask for the metadata only after the image has arrived
+      """)
   }
 
   @Test("A failed metadata download throws metadataUnavailable", arguments: scripts)
@@ -86,21 +91,50 @@ struct NestedCallbacksTests {
     let downloader = ImageDownloader(
       catalogue: Self.catalogue, imageScript: script, metadataScript: script)
 
-    await #expect(throws: GalleryError.metadataUnavailable) {
-      try await withDeadline(.seconds(2), Self.name, hint: Self.hint) {
-        try await loadGalleryItem(Self.untitled, from: downloader)
-      }
+    await Self.expectGalleryError(.metadataUnavailable) {
+      try await loadGalleryItem(Self.untitled, from: downloader)
     }
+  }
+
+  /// Checks that `operation` throws `expected`, naming the step that failed.
+  static func expectGalleryError(
+    _ expected: GalleryError, sourceLocation: SourceLocation = #_sourceLocation,
+    _ operation: @escaping @Sendable () async throws -> GalleryItem
+  ) async {
+    let step = expected == .imageUnavailable ? "image" : "metadata"
+    await expectThrows(
+      expected, from: name, hint: hint,
+      returned: { _ in
+        "loadGalleryItem(_:from:) returned an item although the \(step) download failed: "
+          + "throw GalleryError.\(expected) instead of a placeholder"
+      },
+      wrongError: { error in
+        "the \(step) step failed, so loadGalleryItem(_:from:) must throw "
+          + "GalleryError.\(expected), not \(error): map each step's error to its own case"
+      },
+      sourceLocation: sourceLocation, operation)
+  }
+
+  @Test("Suspends while it waits for each part, so answers on its own thread can arrive")
+  func suspendsWhileWaiting() async throws {
+    let executor = OneThreadExecutor()
+    let downloader = ImageDownloader(
+      catalogue: Self.catalogue, imageScript: lateOnThreadOf(executor),
+      metadataScript: lateOnThreadOf(executor))
+
+    let item = try await expectSuspends(Self.name, hint: Self.hint, waits: 2, on: executor) {
+      try await loadGalleryItem(Self.sunset, from: downloader)
+    }
+
+    #expect(item == GalleryItem(image: Self.sunsetBytes, metadata: Self.sunsetMetadata))
   }
 
   @Test("The same downloader loads another item after a failure")
   func reuse() async throws {
     let downloader = ImageDownloader(catalogue: Self.catalogue)
 
-    await #expect(throws: GalleryError.imageUnavailable) {
-      try await withDeadline(.seconds(2), Self.name, hint: Self.hint) {
-        try await loadGalleryItem(Self.missing, from: downloader)
-      }
+    await Self.expectGalleryError(.imageUnavailable) {
+      try await loadGalleryItem(Self.missing, from: downloader)
     }
     let item = try await withDeadline(.seconds(2), Self.name, hint: Self.hint) {
       try await loadGalleryItem(Self.sunset, from: downloader)

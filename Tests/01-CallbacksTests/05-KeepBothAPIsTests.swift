@@ -47,14 +47,35 @@ struct KeepBothAPIsTests {
     let expected: WeatherStationError = online ? .unknownCity("Atlantis") : .offline
 
     // The station's own error, unchanged: callers may already switch over its cases.
-    await #expect(throws: expected) {
-      try await withDeadline(
-        .seconds(2), "currentReading(for:)",
-        hint: "the completion handler's failure path never resumes the continuation"
-      ) {
-        try await station.currentReading(for: "Atlantis")
+    await expectThrows(
+      expected, from: "currentReading(for:)",
+      hint: "the completion handler's failure path never resumes the continuation",
+      returned: { reading in
+        "currentReading(for:) returned \(reading) although the station reported \(expected): "
+          + "throw the station's own error instead of returning a placeholder"
+      },
+      wrongError: { error in
+        "currentReading(for:) threw \(error), not the station's own error \(expected): "
+          + "callers already switch over WeatherStationError, so pass it on unchanged"
       }
+    ) {
+      try await station.currentReading(for: "Atlantis")
     }
+  }
+
+  @Test("The async API suspends while it waits, so an answer on its own thread can arrive")
+  func asyncAPISuspends() async throws {
+    let executor = OneThreadExecutor()
+    let station = WeatherStation(readings: Self.readings, script: lateOnThreadOf(executor))
+
+    let reading = try await expectSuspends(
+      "currentReading(for:)",
+      hint: "the completion handler's success path never resumes the continuation", on: executor
+    ) {
+      try await station.currentReading(for: "Oslo")
+    }
+
+    #expect(reading == WeatherReading(city: "Oslo", celsius: -3.5))
   }
 
   @Test("Old and new call sites agree on the same station", arguments: scripts)
@@ -62,13 +83,17 @@ struct KeepBothAPIsTests {
     let station = WeatherStation(readings: Self.readings, script: script)
 
     let viaCallback = try await callbackReading(for: "Perth", from: station)
-    let viaAsync = try await withDeadline(.seconds(2), "currentReading(for:)") {
+    let viaAsync = try await withDeadline(
+      .seconds(2), "currentReading(for:)",
+      hint: "the completion handler's success path never resumes the continuation"
+    ) {
       try await station.currentReading(for: "Perth")
     }
     let viaCallbackAgain = try await callbackReading(for: "Perth", from: station)
 
-    #expect(try viaCallback.get() == viaAsync)
-    #expect(try viaCallbackAgain.get() == viaAsync)
+    #expect(try viaCallback.get() == viaAsync, "the async API must return the station's reading")
+    #expect(
+      try viaCallbackAgain.get() == viaAsync, "the async API must return the station's reading")
     #expect(station.requestCount == 3, "each call, through either API, is one request")
   }
 
@@ -76,7 +101,10 @@ struct KeepBothAPIsTests {
   func existingCallSiteStillWorks() async throws {
     let station = WeatherStation(readings: Self.readings)
     func describe(_ city: String) async throws -> String {
-      try await withDeadline(.seconds(2), "describeWeather(in:from:completion:)") {
+      try await withDeadline(
+        .seconds(2), "describeWeather(in:from:completion:)",
+        hint: "the existing callback call site no longer calls its completion handler"
+      ) {
         await withCheckedContinuation { continuation in
           describeWeather(in: city, from: station) { continuation.resume(returning: $0) }
         }
@@ -84,7 +112,10 @@ struct KeepBothAPIsTests {
     }
 
     #expect(try await describe("Oslo") == "Oslo: -3.5 °C")
-    let reading = try await withDeadline(.seconds(2), "currentReading(for:)") {
+    let reading = try await withDeadline(
+      .seconds(2), "currentReading(for:)",
+      hint: "the completion handler's success path never resumes the continuation"
+    ) {
       try await station.currentReading(for: "Oslo")
     }
     #expect(reading.description == "Oslo: -3.5 °C", "both APIs should report the same reading")
@@ -98,7 +129,9 @@ struct KeepBothAPIsTests {
 
     let answers = try await withDeadline(
       .seconds(2), "concurrent currentReading(for:) calls",
-      hint: "some call never resumes its continuation"
+      hint:
+        "the completion handler's failure path never resumes the continuation (one city is "
+        + "unknown), or some call never resumes it"
     ) {
       try await withThrowingTaskGroup(of: (String, String, String).self) { group in
         for round in 0..<5 {
@@ -128,8 +161,29 @@ struct KeepBothAPIsTests {
     #expect(station.requestCount == 5 * cities.count)
     for (city, api, summary) in answers {
       let expected = Self.readings[city].map { "\($0)" } ?? "unknownCity(\"\(city)\")"
-      #expect(summary == expected, "\(api) API, \(city)")
+      #expect(summary == expected, Self.mismatch(api: api, city: city, summary, expected))
     }
+  }
+
+  /// What went wrong when one call in `bothAPIsConcurrently` answered `summary`.
+  static func mismatch(
+    api: String, city: String, _ summary: String, _ expected: String
+  )
+    -> Comment
+  {
+    guard api == "async", readings[city] == nil else {
+      return "the \(api) API answered \(summary) for \(city), not \(expected)"
+    }
+    if Double(summary) != nil {
+      return """
+        currentReading(for:) returned \(summary) °C for \(city) although the station \
+        reported \(expected): throw the station's own error instead of returning a placeholder
+        """
+    }
+    return """
+      currentReading(for:) threw \(summary) for \(city), not the station's own error \
+      \(expected): callers already switch over WeatherStationError, so pass it on unchanged
+      """
   }
 
   static func summary<E: Error>(of result: Result<WeatherReading, E>) -> String {

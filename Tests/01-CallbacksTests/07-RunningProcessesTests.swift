@@ -5,6 +5,38 @@ import WorkbookTesting
 
 @testable import Callbacks
 
+/// A real `Process` that notes a termination handler installed after the child exited.
+///
+/// swift-corelibs-foundation reads the handler once, right after reaping the child, and never
+/// again: a handler set later is never called. Noting it lets a test say so at once, in
+/// words about the order, instead of waiting for a caller that can never be answered.
+class WatchedProcess: Process, @unchecked Sendable {
+  /// Set when a handler is installed after Foundation looked for one and found none.
+  let handlerSetTooLate: Locked<Bool>
+  private let foundNoHandler = Locked(false)
+  fileprivate let handlerLookedUp = DispatchSemaphore(value: 0)
+
+  init(handlerSetTooLate: Locked<Bool>) {
+    self.handlerSetTooLate = handlerSetTooLate
+    super.init()
+  }
+
+  override var terminationHandler: (@Sendable (Process) -> Void)? {
+    get {
+      let handler = super.terminationHandler
+      if !isRunning && processIdentifier != 0 {
+        if handler == nil { foundNoHandler.withLock { $0 = true } }
+        handlerLookedUp.signal()
+      }
+      return handler
+    }
+    set {
+      super.terminationHandler = newValue
+      if newValue != nil && foundNoHandler.value { handlerSetTooLate.withLock { $0 = true } }
+    }
+  }
+}
+
 /// A real `Process` whose `run()` returns only after the child has exited and Foundation
 /// has looked for a termination handler.
 ///
@@ -12,23 +44,29 @@ import WorkbookTesting
 /// it happen every time. On Linux, a handler installed after `run()` returns is then never
 /// called. (Apple documents that a handler set after the process finished still runs, so on
 /// macOS the mistake may go unnoticed.) Use it only with programs that exit at once.
-final class FinishesBeforeRunReturns: Process, @unchecked Sendable {
-  private let handlerLookedUp = DispatchSemaphore(value: 0)
-
-  override var terminationHandler: (@Sendable (Process) -> Void)? {
-    get {
-      // swift-corelibs-foundation reads the handler once, right after reaping the child.
-      if !isRunning && processIdentifier != 0 { handlerLookedUp.signal() }
-      return super.terminationHandler
-    }
-    set { super.terminationHandler = newValue }
-  }
-
+final class FinishesBeforeRunReturns: WatchedProcess, @unchecked Sendable {
   override func run() throws {
     try super.run()
     let deadline = Date.now.addingTimeInterval(1)
     while isRunning && Date.now < deadline { Thread.sleep(forTimeInterval: 0.001) }
     _ = handlerLookedUp.wait(timeout: .now() + .milliseconds(500))
+  }
+}
+
+/// A `ProcessRunner` whose processes report a termination handler installed too late.
+struct WatchedRunner: Sendable {
+  let runner: ProcessRunner
+  /// Whether a termination handler was installed after its child had exited.
+  let handlerSetTooLate: Locked<Bool>
+
+  init(exitingBeforeRunReturns: Bool = false) {
+    let handlerSetTooLate = Locked(false)
+    self.handlerSetTooLate = handlerSetTooLate
+    runner = ProcessRunner(makeProcess: {
+      exitingBeforeRunReturns
+        ? FinishesBeforeRunReturns(handlerSetTooLate: handlerSetTooLate)
+        : WatchedProcess(handlerSetTooLate: handlerSetTooLate)
+    })
   }
 }
 
@@ -41,11 +79,8 @@ struct RunningProcessesTests {
     /// The child exits before `run()` returns.
     case exitsBeforeRunReturns
 
-    var runner: ProcessRunner {
-      switch self {
-      case .asUsual: ProcessRunner()
-      case .exitsBeforeRunReturns: ProcessRunner(makeProcess: { FinishesBeforeRunReturns() })
-      }
+    var runner: WatchedRunner {
+      WatchedRunner(exitingBeforeRunReturns: self == .exitsBeforeRunReturns)
     }
 
     var description: String {
@@ -58,30 +93,61 @@ struct RunningProcessesTests {
 
   static let shell = URL(fileURLWithPath: "/bin/sh")
 
+  static let resumeHint =
+    "the continuation is not resumed when the program exits (resume it in the "
+    + "terminationHandler), or reading a pipe never reaches its end"
+
+  /// Runs `executable` with the learner's `run(_:arguments:)`, within a deadline.
+  ///
+  /// A termination handler installed after `run()` is reported as soon as the child has
+  /// exited without one, in words about the order, rather than as a caller that never
+  /// resumes.
   func run(
-    _ runner: ProcessRunner, _ executable: URL, _ arguments: [String] = [],
-    hint: String =
-      "the terminationHandler is installed after run(), so a program that exits first never calls it",
+    _ watched: WatchedRunner, _ executable: URL, _ arguments: [String] = [],
+    hint: String = Self.resumeHint,
     sourceLocation: SourceLocation = #_sourceLocation
   ) async throws -> Callbacks.ExitStatus {
     var command = ([executable.path] + arguments).joined(separator: " ")
     if command.count > 40 { command = command.prefix(40) + "…" }
+    let finished = Locked(false)
+    let runner = watched.runner
+    let work = Task {
+      defer { finished.withLock { $0 = true } }
+      return try await runner.run(executable, arguments: arguments)
+    }
+    _ = await eventually(within: .seconds(2)) {
+      finished.value || watched.handlerSetTooLate.value
+    }
+    if watched.handlerSetTooLate.value && !finished.value {
+      Issue.record(
+        """
+        run(\(command)) set the terminationHandler after calling process.run(): the program \
+        had already exited, Foundation had found no handler, and it never calls one set \
+        later, so the caller would wait forever. Store or subscribe before you start: set \
+        terminationHandler, then call run()
+        """,
+        sourceLocation: sourceLocation)
+      throw HandlerSetTooLate()
+    }
     return try await withDeadline(
       .seconds(2), "run(\(command))", hint: hint, sourceLocation: sourceLocation
     ) {
-      try await runner.run(executable, arguments: arguments)
+      try await work.value
     }
   }
+
+  struct HandlerSetTooLate: Error {}
 
   @Test("A program that succeeds reports exit code 0 and its output", arguments: Timing.allCases)
   func success(timing: Timing) async throws {
     let status = try await run(
       timing.runner, URL(fileURLWithPath: "/bin/echo"), ["hello,", "world"])
 
-    #expect(status.code == 0)
-    #expect(status.reason == .exit)
-    #expect(status.output == "hello, world\n")
-    #expect(status.errorOutput == "")
+    #expect(status.code == 0, "code must be the program's terminationStatus")
+    #expect(status.reason == .exit, "reason must be the program's terminationReason")
+    #expect(status.output == "hello, world\n", "output must hold everything it wrote to stdout")
+    #expect(
+      status.errorOutput == "", "it wrote nothing to standard error, so errorOutput must be empty")
     #expect(status.succeeded)
   }
 
@@ -90,10 +156,12 @@ struct RunningProcessesTests {
     let status = try await run(
       timing.runner, Self.shell, ["-c", "echo partial; echo 'disk full' >&2; exit 3"])
 
-    #expect(status.code == 3)
-    #expect(status.reason == .exit)
-    #expect(status.output == "partial\n")
-    #expect(status.errorOutput == "disk full\n")
+    #expect(status.code == 3, "code must be the program's terminationStatus")
+    #expect(status.reason == .exit, "reason must be the program's terminationReason")
+    #expect(status.output == "partial\n", "output must hold everything it wrote to stdout")
+    #expect(
+      status.errorOutput == "disk full\n",
+      "errorOutput must hold what the program wrote to standard error, read from its own pipe")
     #expect(!status.succeeded)
   }
 
@@ -104,16 +172,46 @@ struct RunningProcessesTests {
     let status = try await run(timing.runner, URL(fileURLWithPath: program))
 
     let expectedCode: Int32 = program == "/bin/true" ? 0 : 1
-    #expect(status.code == expectedCode)
+    #expect(status.code == expectedCode, "code must be the program's terminationStatus")
     #expect(status.succeeded == (expectedCode == 0))
-    #expect(status.output.isEmpty)
+    #expect(status.output.isEmpty, "\(program) writes nothing, so output must be empty")
+  }
+
+  @Test("run() suspends while the program runs, leaving its thread free")
+  func suspendsWhileRunning() async throws {
+    let executor = OneThreadExecutor()
+    let runner = WatchedRunner().runner
+
+    let status = try await withDeadline(
+      .seconds(5), "run(/bin/sh -c sleep 1.5)", hint: Self.resumeHint, on: executor
+    ) {
+      try await runner.run(Self.shell, arguments: ["-c", "sleep 1.5"])
+    }
+
+    #expect(status.code == 0, "code must be the program's terminationStatus")
+    // The program takes 1.5 s; a run() that suspends holds its thread for moments only.
+    let held = executor.longestJob
+    let seconds = (held / .milliseconds(100)).rounded() / 10
+    #expect(
+      held < .seconds(1),
+      """
+      run() blocked its thread instead of suspending: one step held its thread for \
+      \(seconds) s while the program ran (waitUntilExit(), or reading a pipe right in the \
+      async function or in an async let). Suspend until the terminationHandler resumes you, \
+      and read each pipe on a thread of its own.
+      """)
   }
 
   @Test("A program killed by a signal reports the signal")
   func killedBySignal() async throws {
-    let status = try await run(ProcessRunner(), Self.shell, ["-c", "kill -KILL $$"])
+    let status = try await run(WatchedRunner(), Self.shell, ["-c", "kill -KILL $$"])
 
-    #expect(status.reason == .uncaughtSignal)
+    #expect(
+      status.reason == .uncaughtSignal,
+      """
+      a signal killed the program, so reason must be .uncaughtSignal: report the process's \
+      terminationReason, not a fixed .exit
+      """)
     #expect(status.code == 9, "for a signal, the code is the signal's number")
     #expect(!status.succeeded)
   }
@@ -122,7 +220,7 @@ struct RunningProcessesTests {
   func launchFailure() async throws {
     let error = await #expect(throws: (any Error).self) {
       try await run(
-        ProcessRunner(), URL(fileURLWithPath: "/no/such/program"),
+        WatchedRunner(), URL(fileURLWithPath: "/no/such/program"),
         hint:
           "when run() throws, the continuation is never resumed, or a pipe is left open so reading it never ends"
       )
@@ -141,20 +239,24 @@ struct RunningProcessesTests {
       "i=0; while [ $i -lt \(lines) ]; do echo \(line); echo \(line) >&2; i=$((i+1)); done"
 
     let status = try await run(
-      ProcessRunner(), Self.shell, ["-c", script],
+      WatchedRunner(), Self.shell, ["-c", script],
       hint:
-        "a pipe is read only after the program exits; once its buffer is full, the program waits for a reader forever"
+        "a pipe is not read while the program runs (read only after it exits, or not at all); once its buffer is full, the program waits for a reader forever"
     )
 
     #expect(status.code == 0)
-    #expect(status.output.utf8.count == lines * (line.utf8.count + 1))
-    #expect(status.errorOutput.utf8.count == lines * (line.utf8.count + 1))
+    #expect(
+      status.output.utf8.count == lines * (line.utf8.count + 1),
+      "output must hold everything the program wrote to stdout")
+    #expect(
+      status.errorOutput.utf8.count == lines * (line.utf8.count + 1),
+      "errorOutput must hold everything the program wrote to standard error")
     #expect(status.output.split(separator: "\n").allSatisfy { $0 == line })
   }
 
   @Test("One runner runs programs one after another and at the same time")
   func runningTwice() async throws {
-    let runner = ProcessRunner()
+    let runner = WatchedRunner()
     let echo = URL(fileURLWithPath: "/bin/echo")
 
     let first = try await run(runner, echo, ["first"])

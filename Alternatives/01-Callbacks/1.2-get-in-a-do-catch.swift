@@ -1,0 +1,15 @@
+import Foundation
+import LegacyKit
+
+/// Returns the label `classifier` gives `image`, or throws the error it reports instead.
+func classify(_ image: Data, using classifier: ImageClassifier) async throws -> String {
+  try await withCheckedThrowingContinuation { continuation in
+    classifier.classify(image) { result in
+      do {
+        continuation.resume(returning: try result.get())
+      } catch {
+        continuation.resume(throwing: error)
+      }
+    }
+  }
+}

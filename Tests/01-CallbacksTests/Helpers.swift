@@ -1,0 +1,79 @@
+import Dispatch
+import LegacyKit
+import Testing
+import WorkbookTesting
+
+/// Runs `operation` within a 2-second deadline and checks that it throws `expected`.
+///
+/// Unlike `#expect(throws:)`, each way to get it wrong gets its own message in the learner's
+/// words: `returned` when the operation returned a value instead of throwing, `wrongError`
+/// when it threw something else. A deadline that passes is already recorded by
+/// `withDeadline` (with `hint`), so nothing more is said then.
+func expectThrows<T: Sendable, E: Error & Equatable>(
+  _ expected: E,
+  from operationName: String,
+  hint: String,
+  returned: @Sendable (T) -> String,
+  wrongError: @Sendable (any Error) -> String,
+  sourceLocation: SourceLocation = #_sourceLocation,
+  _ operation: @escaping @Sendable () async throws -> T
+) async {
+  do {
+    let value = try await withDeadline(
+      .seconds(2), operationName, hint: hint, sourceLocation: sourceLocation, operation)
+    Issue.record(Comment(rawValue: returned(value)), sourceLocation: sourceLocation)
+  } catch is DeadlineExceeded {
+    // withDeadline has recorded why.
+  } catch {
+    #expect(
+      error as? E == expected, Comment(rawValue: wrongError(error)),
+      sourceLocation: sourceLocation)
+  }
+}
+
+/// A script that calls back once, `delay` after the call, on `executor`'s one thread, queued
+/// behind whatever runs there, as a framework calling back on the main queue does.
+///
+/// The delay gives a function that polls (a `Task.sleep` loop checking a value) time to run
+/// many times on that thread; a function that blocks the thread never lets the callback run.
+func lateOnThreadOf(
+  _ executor: OneThreadExecutor, after delay: Duration = .milliseconds(500)
+) -> CallbackScript {
+  let scheduler = CallbackScheduler(name: "the caller's one thread, after \(delay)") { work in
+    DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) {
+      executor.schedule(work)
+    }
+  }
+  return CallbackScript(timing: .scheduled(scheduler))
+}
+
+/// Runs `operation` on `executor`, whose legacy callbacks come late on that same thread
+/// (``lateOnThreadOf(_:after:)``), and checks that it suspended while it waited.
+///
+/// A function that blocks its thread (a semaphore, a dispatch group) never lets the
+/// callback run: `withDeadline(on:)` reports that it blocked instead of suspending. A
+/// function that polls runs many steps on the thread while it waits; one that suspends runs
+/// about two per wait (before it suspends, and after it is resumed).
+@discardableResult
+func expectSuspends<T: Sendable>(
+  _ operationName: String,
+  hint: String,
+  waits: Int = 1,
+  on executor: OneThreadExecutor,
+  sourceLocation: SourceLocation = #_sourceLocation,
+  _ operation: sending @escaping () async throws -> T
+) async throws -> T {
+  let value = try await withDeadline(
+    .seconds(2), operationName, hint: hint, on: executor, sourceLocation: sourceLocation,
+    operation)
+  let steps = executor.jobsRun
+  #expect(
+    steps <= 2 * waits + 2,
+    """
+    \(operationName) polled instead of suspending: it ran \(steps) separate steps on its \
+    thread while it waited for a callback that came after half a second (a Task.sleep loop \
+    checking a value?). Suspend on a continuation, and let the callback resume it.
+    """,
+    sourceLocation: sourceLocation)
+  return value
+}
