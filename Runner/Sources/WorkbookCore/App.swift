@@ -285,7 +285,8 @@ public enum App {
     let selection = try select(invocation, in: workbook)
     let checker = MistakeChecker(
       root: root, timeout: invocation.timeout, jobs: invocation.jobs,
-      status: StatusLine(enabled: terminal.progress))
+      status: StatusLine(enabled: terminal.progress), repeats: invocation.repeats,
+      only: invocation.only)
     let (passed, failed) = try checker.run(selection) { result in
       Output.out(Verifier.line(result, terminal: terminal).joined(separator: "\n"))
     }

@@ -14,6 +14,10 @@ public struct Invocation: Equatable, Sendable {
   public var json = false
   public var timeout: Double = 30
   public var jobs = 2
+  /// `mistakes --repeat N`: runs of each variant's suite on one build.
+  public var repeats = 1
+  /// `mistakes --only TEXT`: the variants whose name contains it.
+  public var only: String?
 
   public init(command: Command) { self.command = command }
 }
@@ -36,9 +40,10 @@ public enum ArgumentParser {
       verify [--chapter N]
                          developer check: metadata, solutions pass, starters fail as expected,
                          then the mistakes and alternatives (as `mistakes` does)
-      mistakes [--chapter N | --exercise ID]
+      mistakes [--chapter N | --exercise ID] [--only TEXT] [--repeat N]
                          each mistake in workbook.json gets its verdict and phrase, each
-                         alternative passes (applied to a copy of Solutions/)
+                         alternative passes (applied to a copy of Solutions/); --only picks
+                         the variants whose name contains TEXT, --repeat runs each N times
       fingerprint        rewrite the starterDigest values in workbook.json
       help               show this text
 
@@ -55,7 +60,7 @@ public enum ArgumentParser {
     .watch: ["--chapter", "--timeout", "--jobs"],
     .status: ["--chapter"],
     .verify: ["--chapter", "--timeout", "--jobs"],
-    .mistakes: ["--chapter", "--exercise", "--timeout", "--jobs"],
+    .mistakes: ["--chapter", "--exercise", "--timeout", "--jobs", "--only", "--repeat"],
     .fingerprint: [],
     .help: [],
   ]
@@ -121,6 +126,14 @@ public enum ArgumentParser {
           throw .usage("workbook: --jobs expects a whole number of at least 1; got '\(text)'")
         }
         invocation.jobs = jobs
+      case "--repeat":
+        let text = try value(for: option, inline: argument, from: &remaining)
+        guard let repeats = Int(text), repeats >= 1 else {
+          throw .usage("workbook: --repeat expects a whole number of at least 1; got '\(text)'")
+        }
+        invocation.repeats = repeats
+      case "--only":
+        invocation.only = try value(for: option, inline: argument, from: &remaining)
       default:
         break
       }

@@ -79,12 +79,29 @@ public struct MistakeChecker: Sendable {
   public var timeout: Double
   public var jobs: Int
   public var status: StatusLine
+  /// How many times each variant's suite runs on one build; all must be as expected (for
+  /// mistakes that the tests catch by racing threads).
+  public var repeats: Int
+  /// Only the variants whose name contains this (case-insensitive), when set.
+  public var only: String?
 
-  public init(root: URL, timeout: Double, jobs: Int, status: StatusLine) {
+  public init(
+    root: URL, timeout: Double, jobs: Int, status: StatusLine, repeats: Int = 1,
+    only: String? = nil
+  ) {
     self.root = root
     self.timeout = timeout
     self.jobs = max(1, jobs)
     self.status = status
+    self.repeats = max(1, repeats)
+    self.only = only
+  }
+
+  /// The variants of `exercise` this run checks.
+  func variants(of exercise: Exercise) -> [Variant] {
+    Variant.all(of: exercise).filter { variant in
+      only.map { variant.name.localizedLowercase.contains($0.localizedLowercase) } ?? true
+    }
   }
 
   /// A variant ready to run: the solution file's path and its replacement.
@@ -104,7 +121,7 @@ public struct MistakeChecker: Sendable {
     var passed = 0
     var failed = 0
     let withVariants = selection.filter { entry in
-      entry.exercises.contains { !Variant.all(of: $0).isEmpty }
+      entry.exercises.contains { !variants(of: $0).isEmpty }
     }
     guard !withVariants.isEmpty else { return (0, 0) }
     let tree = VariantTree(root: root)
@@ -136,7 +153,7 @@ public struct MistakeChecker: Sendable {
     var ownRounds: [[Prepared]] = []
     for exercise in exercises {
       var queue: [Prepared] = []
-      for variant in Variant.all(of: exercise) {
+      for variant in variants(of: exercise) {
         switch prepare(variant, exercise, in: chapter) {
         case .success(let prepared):
           if variant.expected == .doesNotCompile {
@@ -161,11 +178,11 @@ public struct MistakeChecker: Sendable {
       let title = "chapter \(chapter.number), round \(index + 1) of \(rounds.count)"
       let outcomes = try runRound(round, chapter, tree: tree, title: title)
       for prepared in round {
-        guard let outcome = outcomes?[prepared.variant.label] else {
+        guard let runs = outcomes?[prepared.variant.label] else {
           again.append(prepared)  // the round's build failed: each alone
           continue
         }
-        let result = Self.judge(prepared.variant, outcome, timeout: timeout)
+        let result = Self.judge(prepared.variant, runs, timeout: timeout)
         if !result.passed, round.count > 1 {
           again.append(prepared)
         } else {
@@ -176,12 +193,12 @@ public struct MistakeChecker: Sendable {
     for (index, prepared) in again.enumerated() {
       let title =
         "chapter \(chapter.number), alone \(index + 1) of \(again.count): \(prepared.variant.label)"
-      let outcome =
+      let runs =
         try runRound([prepared], chapter, tree: tree, title: title)?[prepared.variant.label]
-        ?? VariantOutcome(grade: Grade(.failed, ["not graded"]))
-      results[prepared.variant.label] = Self.judge(prepared.variant, outcome, timeout: timeout)
+        ?? [VariantOutcome(grade: Grade(.failed, ["not graded"]))]
+      results[prepared.variant.label] = Self.judge(prepared.variant, runs, timeout: timeout)
     }
-    return exercises.flatMap(Variant.all(of:)).compactMap { results[$0.label] }
+    return exercises.flatMap(variants(of:)).compactMap { results[$0.label] }
   }
 
   struct Problem: Error {
@@ -222,7 +239,7 @@ public struct MistakeChecker: Sendable {
   /// round has more than one variant (they are then run one by one).
   func runRound(
     _ round: [Prepared], _ chapter: Chapter, tree: VariantTree, title: String
-  ) throws(WorkbookError) -> [String: VariantOutcome]? {
+  ) throws(WorkbookError) -> [String: [VariantOutcome]]? {
     defer { tree.restore() }
     for prepared in round { try tree.write(prepared.path, prepared.content) }
     let status = self.status
@@ -242,15 +259,16 @@ public struct MistakeChecker: Sendable {
         chapter: chapter, exercises: [only.exercise], build: build, root: tree.tree,
         source: .solutions)
       let details = (report.exercises.first?.details ?? []) + report.notes
-      return [only.variant.label: VariantOutcome(grade: Grade(.doesNotCompile, details))]
+      return [only.variant.label: [VariantOutcome(grade: Grade(.doesNotCompile, details))]]
     }
     status.show("mistakes: \(title): grading \(round.count)…")
     let request = grader.request(chapter: chapter.number)
-    let outcomes = Mutex<[String: VariantOutcome]>([:])
+    let outcomes = Mutex<[String: [VariantOutcome]]>([:])
     let failures = Mutex<[WorkbookError]>([])
     let slots = DispatchSemaphore(value: jobs)
     let group = DispatchGroup()
-    for prepared in round {
+    let repeated = round.flatMap { prepared in Array(repeating: prepared, count: repeats) }
+    for prepared in repeated {
       slots.wait()
       group.enter()
       DispatchQueue.global().async {
@@ -262,8 +280,9 @@ public struct MistakeChecker: Sendable {
           let graded = try grader.gradeOne(
             chapter, prepared.exercise, product: product, request: request)
           outcomes.withLock {
-            $0[prepared.variant.label] = VariantOutcome(
-              grade: graded.grade, seconds: graded.seconds, timedOut: graded.timedOut)
+            $0[prepared.variant.label, default: []].append(
+              VariantOutcome(
+                grade: graded.grade, seconds: graded.seconds, timedOut: graded.timedOut))
           }
         } catch {
           failures.withLock { $0.append(error) }
@@ -274,6 +293,25 @@ public struct MistakeChecker: Sendable {
     if ChildProcess.interrupted { throw .interrupted }
     if let failure = failures.withLock({ $0.first }) { throw failure }
     return outcomes.withLock { $0 }
+  }
+
+  /// Whether every one of `runs` is what `variant` expects: the first that is not, with
+  /// how many of the runs were not, or the last run's line with the count of runs.
+  static func judge(
+    _ variant: Variant, _ runs: [VariantOutcome], timeout: Double
+  ) -> CheckResult {
+    let results = runs.map { judge(variant, $0, timeout: timeout) }
+    guard results.count > 1 else {
+      return results.first ?? CheckResult("\(variant.label): not graded", ["(no runs)"])
+    }
+    let failing = results.filter { !$0.passed }
+    guard let first = failing.first else {
+      return CheckResult(
+        "\(results[results.count - 1].name), \(results.count) of \(results.count) runs")
+    }
+    return CheckResult(
+      "\(first.name); \(failing.count) of \(results.count) runs were not as expected",
+      first.problems)
   }
 
   /// Whether `outcome` is what `variant` expects, as the line `workbook mistakes` prints

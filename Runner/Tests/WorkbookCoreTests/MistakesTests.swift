@@ -152,4 +152,17 @@ struct MistakesTests {
       !MistakeChecker.judge(alternative, VariantOutcome(grade: Grade(.crashed, ["x"])), timeout: 30)
         .passed)
   }
+
+  @Test func repeatedRunsMustAllBeAsExpected() {
+    let caught = VariantOutcome(grade: Grade(.neverResumed, ["Never resumed: x"]), seconds: 2)
+    let missed = VariantOutcome(grade: Grade(.passed), seconds: 1)
+    let all = MistakeChecker.judge(Self.mistake, [caught, caught, caught], timeout: 30)
+    #expect(all == CheckResult(#"1.2 mistake "forgets": never resumed (2.0 s), 3 of 3 runs"#))
+    let once = MistakeChecker.judge(Self.mistake, [caught, missed, caught], timeout: 30)
+    #expect(!once.passed)
+    #expect(
+      once.name
+        == #"1.2 mistake "forgets": graded passed, expected never resumed (1.0 s); 1 of 3 runs were not as expected"#
+    )
+  }
 }
