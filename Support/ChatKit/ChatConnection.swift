@@ -222,6 +222,11 @@ public final class ChatConnection: @unchecked Sendable {
     if count == 0 { return lost(.closedByServer) }
     if count < 0 { return lost(.socket(SocketError("read"))) }
     let pieces = buffer.withUnsafeBytes { splitter.feed(.init(rebasing: $0[..<count])) }
+    // The delegate when the data arrived hears every line of it, as with a framework that
+    // snapshots its delegate when data arrives. Taken once, before the welcome's completion
+    // is scheduled, so a delegate set in that completion misses the lines read with the
+    // welcome, every time, however the threads are scheduled.
+    let receiver = delegate
     for case .line(let line) in pieces {
       switch state {
       case .connecting:
@@ -234,11 +239,6 @@ public final class ChatConnection: @unchecked Sendable {
           return fail(.rejected(line))
         }
       case .connected:
-        // The delegate set when the line was read hears it, as with a framework that
-        // snapshots its delegate when data arrives: lines read together with the welcome
-        // are already on their way before the connect's completion runs, so a delegate set
-        // after that misses them, every time.
-        let receiver = delegate
         callback { [self, weak receiver] in receiver?.chatConnection(self, didReceive: line) }
       case .idle, .closed:
         return
