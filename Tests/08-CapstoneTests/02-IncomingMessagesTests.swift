@@ -21,6 +21,8 @@ private func first(
 private struct Collected {
   var lines: [String] = []
   var end: Result<Void, any Error>?
+  /// True once `done` held for the lines: nothing more to wait for.
+  var complete = false
 }
 
 /// The lines `lines` yields until `done` holds for them, the stream ends, or `limit` passes,
@@ -38,7 +40,9 @@ private func collect(
     do {
       for try await line in lines {
         if seen.withLock({
-          $0.lines.append(line); return done($0.lines)
+          $0.lines.append(line)
+          $0.complete = done($0.lines)
+          return $0.complete
         }) {
           return
         }
@@ -48,7 +52,10 @@ private func collect(
       seen.withLock { $0.end = .failure(error) }
     }
   }
-  _ = await eventually(within: limit) { seen.value.end != nil }
+  _ = await eventually(within: limit) {
+    let collected = seen.value
+    return collected.complete || collected.end != nil
+  }
   reader.cancel()
   let collected = seen.value
   if collected.lines.isEmpty && collected.end == nil {

@@ -36,6 +36,17 @@ public struct BuildRequest: Sendable {
     ]
   }
 
+  /// True when the build is a plain debug build for this machine, whose products SwiftPM
+  /// puts in `<scratch>/debug`; false when the extra arguments choose another
+  /// configuration, triple or SDK.
+  var usesDefaultDestination: Bool {
+    !extraArguments.contains {
+      ["-c", "--configuration", "--triple", "--swift-sdk", "--sdk"].contains($0)
+        || $0.hasPrefix("--configuration=") || $0.hasPrefix("--triple=")
+        || $0.hasPrefix("--swift-sdk=")
+    }
+  }
+
   var scratchURL: URL {
     scratchPath.hasPrefix("/")
       ? URL(fileURLWithPath: scratchPath) : root.appendingPathComponent(scratchPath)
@@ -88,15 +99,21 @@ public enum BuildStep {
       diagnostics: DiagnosticsParser.parse(output), testProduct: nil)
     guard outcome.succeeded else { return result }
 
-    let binPath = try ChildProcess.run(
-      swift,
-      [
-        "build", "--show-bin-path", "--package-path", request.root.path,
-        "--scratch-path", request.scratchURL.path,
-      ],
-      environment: request.environment, in: request.root)
-    let folder = URL(
-      fileURLWithPath: binPath.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+    // SwiftPM links `<scratch>/debug` to the folder of a default debug build (for example
+    // `x86_64-unknown-linux-gnu/debug`); asking it with `--show-bin-path` would cost a
+    // second start of SwiftPM (about half a second) on every check.
+    var folder = request.scratchURL.appendingPathComponent("debug")
+    if !request.usesDefaultDestination || testProduct(in: folder) == nil {
+      let binPath = try ChildProcess.run(
+        swift,
+        [
+          "build", "--show-bin-path", "--package-path", request.root.path,
+          "--scratch-path", request.scratchURL.path,
+        ] + request.extraArguments,
+        environment: request.environment, in: request.root)
+      folder = URL(
+        fileURLWithPath: binPath.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
     result.testProduct = testProduct(in: folder)
     if result.testProduct == nil {
       result.succeeded = false

@@ -15,10 +15,15 @@ public struct GraderOptions: Sendable {
   /// True: build each chapter on its own (`WORKBOOK_CHAPTER`), so a compile error in one
   /// chapter does not stop another. False: one build for everything selected.
   public var buildEachChapter: Bool
+  /// True: the suites run their long form (`WORKBOOK_LONG_TESTS=1`), as `verify` and
+  /// `mistakes` want; false: the short form a learner's check runs, unless the learner set
+  /// `WORKBOOK_LONG_TESTS=1` themselves.
+  public var longTests: Bool
 
   public init(
     root: URL, source: SourceTree = .learner, scratchPath: String? = nil, timeout: Double = 30,
-    jobs: Int = 2, extraBuildArguments: [String] = [], buildEachChapter: Bool = true
+    jobs: Int = 2, extraBuildArguments: [String] = [], buildEachChapter: Bool = true,
+    longTests: Bool = false
   ) {
     self.root = root
     self.source = source
@@ -28,6 +33,7 @@ public struct GraderOptions: Sendable {
     self.jobs = max(1, jobs)
     self.extraBuildArguments = extraBuildArguments
     self.buildEachChapter = buildEachChapter
+    self.longTests = longTests
   }
 }
 
@@ -223,7 +229,7 @@ public struct Grader: Sendable {
     let start = DispatchTime.now()
     let run = try TestLauncher.run(
       product: product, filter: chapter.filter(for: exercise), request: request,
-      timeout: options.timeout)
+      timeout: options.timeout, longTests: options.longTests)
     let seconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
     var grade = Classifier.grade(run, context(chapter, exercise))
     if run.outcome.omittedBytes > 0 {

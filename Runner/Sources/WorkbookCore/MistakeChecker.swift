@@ -246,7 +246,7 @@ public struct MistakeChecker: Sendable {
     let grader = Grader(
       options: GraderOptions(
         root: tree.tree, source: .solutions, scratchPath: tree.scratchPath, timeout: timeout,
-        jobs: jobs),
+        jobs: jobs, longTests: true),
       status: StatusLine(enabled: false))
     status.show("mistakes: \(title): building…")
     let build = try BuildStep.run(grader.request(chapter: chapter.number)) { step in

@@ -8,17 +8,26 @@ public enum TestLauncher {
   public static let backtraceSetting =
     "enable=yes,interactive=no,color=no,threads=crashed,registers=none,images=none"
 
+  /// Set to "1" for the suites' long form: stress tests that need many rounds to catch a
+  /// rare interleaving run them all (`workbook verify` and `mistakes`), while a learner's
+  /// check runs the short form, so that saving a file gets its verdict within seconds.
+  /// WorkbookTesting's `stress(grading:verify:)` reads it.
+  public static let longTestsKey = "WORKBOOK_LONG_TESTS"
+
   public static func run(
-    product: URL, filter: String, request: BuildRequest, timeout: Double
+    product: URL, filter: String, request: BuildRequest, timeout: Double,
+    longTests: Bool = false
   ) throws(WorkbookError) -> SuiteRun {
     let events = FileManager.default.temporaryDirectory
       .appendingPathComponent("workbook-events-\(getpid())-\(UUID().uuidString).jsonl")
     defer { try? FileManager.default.removeItem(at: events) }
-    let environment: [String: String?] = [
+    var environment: [String: String?] = [
       "SWIFT_BACKTRACE": backtraceSetting,
       "NO_COLOR": "1",
       ThrownExplanation.environmentKey: "1",
     ].merging(request.environment) { mine, _ in mine }
+    // Only ever set, never removed: a learner may ask for the long form themselves.
+    if longTests { environment[longTestsKey] = "1" }
 
     var isDirectory: ObjCBool = false
     _ = FileManager.default.fileExists(atPath: product.path, isDirectory: &isDirectory)

@@ -71,7 +71,8 @@ public struct Verifier: Sendable {
     let solutions = Grader(
       options: GraderOptions(
         root: root, source: .solutions, timeout: timeout, jobs: jobs,
-        extraBuildArguments: ["-Xswiftc", "-warnings-as-errors"], buildEachChapter: false),
+        extraBuildArguments: ["-Xswiftc", "-warnings-as-errors"], buildEachChapter: false,
+        longTests: true),
       status: status)
     let solved = try solutions.grade(selection)
     var buildProblems: [String] = []
@@ -136,6 +137,7 @@ public struct Verifier: Sendable {
       starterRoot = tree.tree
       starterScratch = tree.scratchPath
     }
+    // The short form, as `make check` runs it: the verdict checked is the learner's.
     let starters = Grader(
       options: GraderOptions(
         root: starterRoot, source: .learner, scratchPath: starterScratch, timeout: timeout,
