@@ -161,7 +161,7 @@ struct BuildAPromiseTests {
     // promise uses them all).
     let clock = ContinuousClock()
     let start = clock.now
-    let limit = stressAmount(grading: .milliseconds(750), verify: .seconds(3))
+    let limit: Duration = stressAmount(grading: .milliseconds(750), verify: .seconds(3))
     var rounds = 0
     var wrongRounds = 0
     var mostWinners = 0
@@ -359,7 +359,7 @@ struct BuildAPromiseTests {
     // the long form (`make verify`), 0.6 seconds when grading.
     let clock = ContinuousClock()
     let start = clock.now
-    let limit = stressAmount(grading: .milliseconds(600), verify: .milliseconds(2_500))
+    let limit: Duration = stressAmount(grading: .milliseconds(600), verify: .milliseconds(2_500))
     var rounds = 0
     while clock.now - start < limit {
       rounds += 1
