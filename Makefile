@@ -17,7 +17,7 @@ CHAPTER ?=
 EXERCISE ?=
 SELECT = $(if $(CHAPTER),--chapter $(CHAPTER)) $(if $(EXERCISE),--exercise $(EXERCISE))
 
-.PHONY: help check hint watch status test tsan verify mistakes fingerprint lint print-lint-paths format docs docs-preview docs-check listings bench clean server clipper
+.PHONY: help check hint watch status test tsan verify mistakes fingerprint lint print-lint-paths format docs docs-preview docs-check listings bench bench-loop clean server clipper
 
 help: ## List the targets
 	@echo "Swift Concurrency workbook"
@@ -35,6 +35,7 @@ help: ## List the targets
 	@echo "  make docs-check          load every docs page in headless Chromium; fail on broken pages"
 	@echo "  make listings            copy the code listings from docs/Listings into the docs"
 	@echo "  make bench [QUICK=1]     benchmarks (release build): one table, saved to Benchmarks/RESULTS.md"
+	@echo "  make bench-loop [RUNS=3] [CHAPTER=N]  time save → verdict for every exercise, and a cold first check"
 	@echo "  make server [PORT=4000]  run the Chapter 8 chat server on 127.0.0.1 (PORT=0: any free port)"
 	@echo "  make clipper NAME=alice PORT=4000  chat through that server with your Chapter 8 clipper"
 	@echo "  make clean               remove build folders (keeps your progress)"
@@ -131,6 +132,15 @@ bench: ## Build and run the benchmarks
 	  || { cat Benchmarks/.build/make-bench.log; echo "make: building the benchmarks failed (the log is above)" >&2; exit 1; }
 	@Benchmarks/.build/release/bench --root "$(CURDIR)" \
 	  $(if $(QUICK),--quick,--results Benchmarks/RESULTS.md)
+
+# The learner's loop alone, without building the benchmark package: in a scratch clone of
+# HEAD, the cold first `make check CHAPTER=1`, then for every exercise of workbook.json (or
+# of CHAPTER) a save and `make check EXERCISE=N.K` with the solution in place, RUNS times
+# (default 3). Prints each figure next to its goal; `make bench` runs the same and keeps
+# the figures in Benchmarks/RESULTS.md.
+RUNS ?=
+bench-loop: ## Time the learner's loop for every exercise
+	@scripts/bench-loop.sh $(if $(RUNS),--runs $(RUNS)) $(if $(CHAPTER),--chapter $(CHAPTER))
 
 # The Chapter 8 chat server (Support/ChatServerMain), built without any chapter module, in
 # the support tests' build folder. Ctrl-C stops it.

@@ -68,7 +68,7 @@ enum Unit: Sendable {
     case .milliseconds:
       return value >= 100 ? String(format: "%.0f ms", value) : String(format: "%.1f ms", value)
     case .seconds:
-      return String(format: "%.1f s", value)
+      return value < 10 ? String(format: "%.2f s", value) : String(format: "%.1f s", value)
     case .mebibytes:
       return String(format: "%.1f MiB", value)
     }

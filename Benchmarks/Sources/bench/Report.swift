@@ -238,10 +238,15 @@ func markdown(_ results: Results) -> String {
     Wall time covers starting every waiter, fulfilling the promise once all wait, and every \
     waiter finishing. Coroutines are Support/CoroutineKit (a thread each, blocked in \
     `CoPromise.await()`); tasks are a `Task` each, waiting on the solution's `Promise`.
-    - **The learner's loop**: scripts/bench-loop.sh in a scratch clone of the commit above: \
-    a cold `make check CHAPTER=1` on the fresh clone, then five times an appended comment in \
-    Chapters/01-Callbacks/01-WarmUp.swift and `make check CHAPTER=1` until its verdicts are \
-    printed. The clone is removed afterwards.
+    - **The learner's loop**: scripts/bench-loop.sh (`make bench-loop` runs it alone) in a \
+    scratch clone of the commit above: the first `make check CHAPTER=1` on the fresh clone \
+    (goal ≤ 30 s), then every solution copied into Chapters/ (a passing attempt runs every \
+    test), and for every exercise of workbook.json, chapter by chapter, a save of its file (a \
+    comment line added at the top) followed by `make check EXERCISE=N.K` until its verdict \
+    is printed, several rounds (goals: every exercise ≤ 5 s, the median over the exercises \
+    ≤ 2 s). Each chapter is built once before its exercises are timed. Each exercise's row \
+    shows the median of its runs and, in min–max, its fastest and slowest run. The clone is \
+    removed afterwards.
 
     """
   return text

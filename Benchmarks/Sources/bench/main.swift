@@ -1,7 +1,8 @@
 // `make bench`: every benchmark of the workbook, one table. See Package.swift.
 //
 //   bench [--quick] [--only GROUP,…] [--root PATH] [--results FILE | --append-to FILE]
-//       --quick     fewer runs, and no learner's loop (it builds in a scratch clone)
+//       --quick     fewer runs, and no learner's loop (it builds every chapter in a scratch
+//                   clone; `make bench-loop` runs it alone)
 //       --only      just these groups: channels, continuations, promise, migration, loop
 //                   (for looking into one; --results is then ignored)
 //       --root      the workbook's root (default: the current directory)
@@ -83,7 +84,7 @@ let channelRuns = quick ? 3 : 5
 let continuationRuns = quick ? 3 : 9
 let promiseRuns = quick ? 3 : 9
 let migrationRuns = quick ? 1 : 3
-let loopRuns = 5
+let loopRuns = 3
 
 var entries: [Entry] = []
 var notes: [String] = []
@@ -114,7 +115,7 @@ if only.contains("loop") && quick {
   let loop = measureLearnerLoop(root: root, runs: loopRuns)
   entries += loop.entries
   notes += loop.notes
-  runs.append("learner's loop \(loopRuns) (cold: 1)")
+  runs.append("learner's loop \(loopRuns) per exercise (cold: 1)")
 }
 let partial = quick || only.count < groups.count
 // Busy: more than half a runnable process per core over the last minute, at either end.
