@@ -58,7 +58,7 @@ $(WORKBOOK): $(RUNNER_SOURCES)
 	if [[ "$$chapter" =~ ^[0-9]+$$ ]]; then \
 	  echo "building chapter $$chapter at the same time…" >&2; \
 	  mkdir -p .build-learner; \
-	  env -u WORKBOOK_SOURCE -u WORKBOOK_SKIP_TESTS WORKBOOK_MAKE=1 WORKBOOK_CHAPTER="$$chapter" \
+	  env -u WORKBOOK_SOURCE -u WORKBOOK_SKIP_TESTS WORKBOOK_MAKE=1 WORKBOOK_TESTS_ONLY=1 WORKBOOK_CHAPTER="$$chapter" \
 	    swift build --build-tests --package-path "$(CURDIR)" --scratch-path "$(CURDIR)/.build-learner" \
 	    > .build-learner/make-first-build.log 2>&1 & prebuild=$$!; \
 	fi; \

@@ -16,6 +16,10 @@
 //                               leave these test files out: the runner sets it when
 //                               an exercise's file is missing from Chapters/, so the
 //                               chapter's other exercises can still be graded
+//   WORKBOOK_TESTS_ONLY=1       leave out the executables (chat-server, clipper), which
+//                               no test uses: the runner sets it when it grades the
+//                               learner's files, so a save in Chapter 8 relinks only
+//                               the tests (`make verify` still builds them, from Solutions/)
 //
 // The support targets (Support/) are always included; their own tests (CoroutineKitTests,
 // ChatKitTests, WorkbookTestingTests) only when no single chapter is chosen, so grading a chapter never builds
@@ -51,6 +55,8 @@ func skippedTests(under folder: String) -> [String] {
 }
 /// With no single chapter chosen, every support module and its own tests are built.
 let allSupport = wantedChapter == nil || wantedChapter == 0
+/// The executables are left out when only the tests are wanted.
+let testsOnly = environment["WORKBOOK_TESTS_ONLY"] == "1"
 /// LegacyKit and WorkbookTesting (which uses it) are always built; the others on demand.
 func needed(_ module: String) -> Bool {
   allSupport || selected.contains { $0.uses.contains(module) }
@@ -112,12 +118,15 @@ let package = Package(
           path: "Support/ChatKit",
           exclude: ["README.md"],
           swiftSettings: [.swiftLanguageMode(.v5)]
-        ),
+        )
+      ] : [])
+    + (needed("ChatKit") && !testsOnly
+      ? [
         .executableTarget(
           name: "chat-server",
           dependencies: ["ChatKit"],
           path: "Support/ChatServerMain"
-        ),
+        )
       ] : [])
     + supportTests
     + selected.flatMap { chapter in
@@ -137,7 +146,7 @@ let package = Package(
       ]
     }
     // `make clipper NAME=…`: Chapter 8's command, a thin main over the Capstone module.
-    + (selected.contains { $0.module == "Capstone" }
+    + (selected.contains { $0.module == "Capstone" } && !testsOnly
       ? [
         .executableTarget(
           name: "clipper",

@@ -26,10 +26,14 @@ public struct BuildRequest: Sendable {
     self.extraArguments = extraArguments
   }
 
-  /// The manifest reads these; each mode keeps its own scratch path.
+  /// The manifest reads these; each mode keeps its own scratch path. Grading the learner's
+  /// files needs only the tests, so the executables (Chapter 8's `chat-server` and
+  /// `clipper`) are left out of those builds; the solutions' builds keep them, so that
+  /// `verify` still compiles them.
   public var environment: [String: String?] {
     [
       "WORKBOOK_SOURCE": source == .solutions ? "solutions" : nil,
+      "WORKBOOK_TESTS_ONLY": source == .learner ? "1" : nil,
       "WORKBOOK_CHAPTER": chapter.map(String.init),
       "WORKBOOK_SKIP_TESTS": skippedTests.isEmpty
         ? nil : skippedTests.sorted().joined(separator: ","),
