@@ -46,6 +46,13 @@ help: ## List the targets
 FIRST_CHAPTER = $(strip $(if $(filter check watch,$(or $(MAKECMDGOALS),$(.DEFAULT_GOAL))),\
   $(if $(CHAPTER),$(CHAPTER),$(if $(EXERCISE),$(firstword $(subst ., ,$(EXERCISE))),1))))
 
+# Left out of the environment of the chapter's build, as the runner leaves them out
+# (BuildRequest.volatileVariables in Runner/Sources/WorkbookCore/BuildStep.swift): SwiftPM
+# compiles the manifest again whenever the environment differs from its last build's.
+BUILD_VOLATILE := MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES MAKE_TERMOUT MAKE_TERMERR \
+  MAKE_RESTARTS CHAPTER EXERCISE QUICK RUNS NAME SOURCE PORT WORKBOOK_MAKE WORKBOOK_LONG_TESTS \
+  WORKBOOK_EXPLAIN NO_COLOR OLDPWD PWD _ SHLVL COLUMNS LINES
+
 # The runner binary: rebuilt only when a runner source is newer, and quietly. For `make
 # check` and `make watch` on a fresh clone, the chapter to grade is built at the same time
 # (exactly as the runner builds it: same scratch path, same environment), so that the
@@ -58,7 +65,8 @@ $(WORKBOOK): $(RUNNER_SOURCES)
 	if [[ "$$chapter" =~ ^[0-9]+$$ ]]; then \
 	  echo "building chapter $$chapter at the same time…" >&2; \
 	  mkdir -p .build-learner; \
-	  env -u WORKBOOK_SOURCE -u WORKBOOK_SKIP_TESTS WORKBOOK_MAKE=1 WORKBOOK_TESTS_ONLY=1 WORKBOOK_CHAPTER="$$chapter" \
+	  env $(addprefix -u ,$(BUILD_VOLATILE)) -u WORKBOOK_SOURCE -u WORKBOOK_SKIP_TESTS \
+	    WORKBOOK_TESTS_ONLY=1 WORKBOOK_CHAPTER="$$chapter" \
 	    swift build --build-tests --package-path "$(CURDIR)" --scratch-path "$(CURDIR)/.build-learner" \
 	    > .build-learner/make-first-build.log 2>&1 & prebuild=$$!; \
 	fi; \

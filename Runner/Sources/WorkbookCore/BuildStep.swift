@@ -40,6 +40,26 @@ public struct BuildRequest: Sendable {
     ]
   }
 
+  /// What `swift build` runs with: ``environment``, without the variables that change from
+  /// one call to the next but mean nothing to the build. SwiftPM reuses its compiled
+  /// manifest only when the whole environment is the same as last time, and compiling it
+  /// again costs about a second on every check: make passes its command line on
+  /// (`EXERCISE=1.2` differs from `EXERCISE=1.3`, `MAKEFLAGS`), and the shell its `OLDPWD`.
+  public var buildEnvironment: [String: String?] {
+    var result = environment
+    for name in Self.volatileVariables { result[name] = .some(nil) }
+    return result
+  }
+
+  /// Removed from the build's environment (see ``buildEnvironment``); the manifest reads
+  /// none of them.
+  static let volatileVariables = [
+    "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "MAKE_TERMOUT", "MAKE_TERMERR",
+    "MAKE_RESTARTS", "CHAPTER", "EXERCISE", "QUICK", "RUNS", "NAME", "SOURCE", "PORT",
+    "WORKBOOK_MAKE", "WORKBOOK_LONG_TESTS", "WORKBOOK_EXPLAIN", "NO_COLOR", "OLDPWD", "PWD",
+    "_", "SHLVL", "COLUMNS", "LINES",
+  ]
+
   /// True when the build is a plain debug build for this machine, whose products SwiftPM
   /// puts in `<scratch>/debug`; false when the extra arguments choose another
   /// configuration, triple or SDK.
@@ -93,7 +113,7 @@ public enum BuildStep {
         "--scratch-path", request.scratchURL.path,
       ] + request.extraArguments
     let outcome = try ChildProcess.run(
-      swift, arguments, environment: request.environment, in: request.root
+      swift, arguments, environment: request.buildEnvironment, in: request.root
     ) { stdout in
       if let status, let step = lastStep(in: stdout) { status(step) }
     }
@@ -114,7 +134,7 @@ public enum BuildStep {
           "build", "--show-bin-path", "--package-path", request.root.path,
           "--scratch-path", request.scratchURL.path,
         ] + request.extraArguments,
-        environment: request.environment, in: request.root)
+        environment: request.buildEnvironment, in: request.root)
       folder = URL(
         fileURLWithPath: binPath.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
     }

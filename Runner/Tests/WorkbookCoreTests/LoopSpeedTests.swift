@@ -28,3 +28,23 @@ import Testing
     #expect(TestLauncher.longTestsKey == "WORKBOOK_LONG_TESTS")
   }
 }
+
+/// SwiftPM compiles the manifest again whenever the build's environment differs from last
+/// time's, so what make and the shell change between two checks is left out.
+@Suite struct StableBuildEnvironmentTests {
+  @Test func makeAndShellVariablesAreLeftOutOfTheBuild() {
+    var request = BuildRequest(
+      root: URL(fileURLWithPath: "/ROOT"), source: .learner, chapter: 2,
+      scratchPath: ".build-learner")
+    request.skippedTests = ["Tests/02-DelegatesTests/01-ImagePickerTests.swift"]
+    let environment = request.buildEnvironment
+    for name in ["MAKEFLAGS", "MAKELEVEL", "EXERCISE", "CHAPTER", "OLDPWD", "WORKBOOK_MAKE"] {
+      #expect(environment[name] == .some(nil), "\(name) must be removed, not inherited")
+    }
+    #expect(environment["WORKBOOK_CHAPTER"] == .some("2"))
+    #expect(environment["WORKBOOK_TESTS_ONLY"] == .some("1"))
+    #expect(
+      environment["WORKBOOK_SKIP_TESTS"]
+        == .some("Tests/02-DelegatesTests/01-ImagePickerTests.swift"))
+  }
+}
