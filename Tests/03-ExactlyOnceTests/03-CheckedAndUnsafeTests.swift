@@ -104,8 +104,9 @@ struct CheckedAndUnsafeTests {
     let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
       let twiceAtOnce = SensorHub(script: CallbackScript(timing: .synchronously, times: 2))
       Task { _ = await reading(of: 1, from: twiceAtOnce, checking: .checked) }
-      // The checks stop the process long before this sleep ends.
-      try await Task.sleep(for: .milliseconds(500))
+      // The checks stop the process long before this sleep ends (2 seconds, so that a busy
+      // machine that is slow to start the task does not end the child first).
+      try await Task.sleep(for: .seconds(2))
     }
     let said = misuseMessage(in: result)
     #expect(
