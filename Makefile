@@ -131,7 +131,8 @@ listings: ## Copy docs/Listings into the docs' code blocks
 
 # The benchmarks are a package of their own (Benchmarks/), always built in release mode.
 # One table on stdout, progress on stderr; a full run also rewrites Benchmarks/RESULTS.md.
-# QUICK=1: fewer runs and no learner's loop, and RESULTS.md stays as it is.
+# QUICK=1: fewer runs and no learner's loop (`make bench-loop` runs it alone), and
+# RESULTS.md stays as it is.
 QUICK ?=
 bench: ## Build and run the benchmarks
 	@mkdir -p Benchmarks/.build
