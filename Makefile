@@ -147,9 +147,14 @@ bench: ## Build and run the benchmarks
 # of CHAPTER) a save and `make check EXERCISE=N.K` with the solution in place, RUNS times
 # (default 3). Prints each figure next to its goal; `make bench` runs the same and keeps
 # the figures in Benchmarks/RESULTS.md.
+# The timings are kept in Benchmarks/.build/loop-timings.txt: `Benchmarks/.build/release/bench
+# --only loop --loop-from Benchmarks/.build/loop-timings.txt --append-to Benchmarks/RESULTS.md`
+# adds them to RESULTS.md as a section of their own.
 RUNS ?=
 bench-loop: ## Time the learner's loop for every exercise
-	@scripts/bench-loop.sh $(if $(RUNS),--runs $(RUNS)) $(if $(CHAPTER),--chapter $(CHAPTER))
+	@mkdir -p Benchmarks/.build
+	@scripts/bench-loop.sh $(if $(RUNS),--runs $(RUNS)) $(if $(CHAPTER),--chapter $(CHAPTER)) \
+	  --raw Benchmarks/.build/loop-timings.txt
 
 # The Chapter 8 chat server (Support/ChatServerMain), built without any chapter module, in
 # the support tests' build folder. Ctrl-C stops it.

@@ -14,32 +14,50 @@ enum LoopGoal {
   static let coldCheck = 30.0
 }
 
-func measureLearnerLoop(root: URL, runs: Int) -> (entries: [Entry], notes: [String]) {
+/// Times the loop with scripts/bench-loop.sh, or reads the timings of an earlier run of it
+/// (`from`, written by its `--raw`).
+func measureLearnerLoop(
+  root: URL, runs: Int, from earlier: URL? = nil
+) -> (entries: [Entry], notes: [String]) {
+  let text: String
+  if let earlier {
+    guard let saved = try? String(contentsOf: earlier, encoding: .utf8), !saved.isEmpty else {
+      return ([], ["The learner's loop was not read: \(earlier.path) is missing or empty."])
+    }
+    text = saved
+  } else {
+    let script = root.appendingPathComponent("scripts/bench-loop.sh")
+    let raw = FileManager.default.temporaryDirectory
+      .appendingPathComponent("workbook-bench-loop-\(getpid()).txt")
+    defer { try? FileManager.default.removeItem(at: raw) }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["bash", script.path, "--runs", String(runs), "--raw", raw.path]
+    process.currentDirectoryURL = root
+    // The script's summary goes to stderr with its progress: the table says the same.
+    process.standardOutput = FileHandle.standardError
+    do {
+      try process.run()
+    } catch {
+      let note = "The learner's loop was not measured: could not start \(script.path): \(error)."
+      return ([], [note])
+    }
+    process.waitUntilExit()
+    let timed = (try? String(contentsOf: raw, encoding: .utf8)) ?? ""
+    guard process.terminationStatus == 0, !timed.isEmpty else {
+      let note =
+        "The learner's loop was not measured: scripts/bench-loop.sh exited with status "
+        + "\(process.terminationStatus) (its messages are above)."
+      return ([], [note])
+    }
+    text = timed
+  }
+  return learnerLoopRows(text)
+}
+
+/// The rows and notes for the timings `text` (scripts/bench-loop.sh's `--raw` lines).
+func learnerLoopRows(_ text: String) -> (entries: [Entry], notes: [String]) {
   let group = "The learner's loop"
-  let script = root.appendingPathComponent("scripts/bench-loop.sh")
-  let raw = FileManager.default.temporaryDirectory
-    .appendingPathComponent("workbook-bench-loop-\(getpid()).txt")
-  defer { try? FileManager.default.removeItem(at: raw) }
-  let process = Process()
-  process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-  process.arguments = ["bash", script.path, "--runs", String(runs), "--raw", raw.path]
-  process.currentDirectoryURL = root
-  // The script's summary goes to stderr with its progress: the table below says the same.
-  process.standardOutput = FileHandle.standardError
-  do {
-    try process.run()
-  } catch {
-    let note = "The learner's loop was not measured: could not start \(script.path): \(error)."
-    return ([], [note])
-  }
-  process.waitUntilExit()
-  let text = (try? String(contentsOf: raw, encoding: .utf8)) ?? ""
-  guard process.terminationStatus == 0, !text.isEmpty else {
-    let note =
-      "The learner's loop was not measured: scripts/bench-loop.sh exited with status "
-      + "\(process.terminationStatus) (its messages are above)."
-    return ([], [note])
-  }
 
   var cold: [Double] = []
   var order: [String] = []
@@ -100,7 +118,7 @@ func measureLearnerLoop(root: URL, runs: Int) -> (entries: [Entry], notes: [Stri
     let missed = medians.filter { $0.1 > LoopGoal.everyExercise }.map(\.0)
     notes.append(
       "The learner's loop: the slowest exercise, \(slowest.0), takes \(Unit.seconds.format(slowest.1)) "
-        + "(median of \(runs)); "
+        + "(median of its runs); "
         + (missed.isEmpty
           ? "every exercise is within \(Int(LoopGoal.everyExercise)) s."
           : "over \(Int(LoopGoal.everyExercise)) s: \(missed.joined(separator: ", ")).")

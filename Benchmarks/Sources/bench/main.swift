@@ -1,6 +1,7 @@
 // `make bench`: every benchmark of the workbook, one table. See Package.swift.
 //
 //   bench [--quick] [--only GROUP,…] [--root PATH] [--results FILE | --append-to FILE]
+//         [--loop-from FILE]
 //       --quick     fewer runs, and no learner's loop (it builds every chapter in a scratch
 //                   clone; `make bench-loop` runs it alone)
 //       --only      just these groups: channels, continuations, promise, migration, loop
@@ -10,6 +11,9 @@
 //                   so the committed file always comes from a full run)
 //       --append-to with --only: add this run as a section of its own to FILE, an
 //                   existing RESULTS.md (say, the fast rows again on a quieter machine)
+//       --loop-from the learner's loop as timed before by `scripts/bench-loop.sh --raw FILE`
+//                   (`make bench-loop` keeps it in Benchmarks/.build/loop-timings.txt),
+//                   instead of timing it again
 //   bench --child coroutines|tasks|idle COUNT
 //       one variant of the migration benchmark; the benchmark starts itself this way
 
@@ -21,6 +25,7 @@ func usage(_ problem: String) -> Never {
       """
       bench: \(problem)
       usage: bench [--quick] [--only GROUP,…] [--root PATH] [--results FILE | --append-to FILE]
+                   [--loop-from FILE]
              bench --child coroutines|tasks|idle COUNT
 
       """.utf8))
@@ -42,6 +47,7 @@ var only = Set(groups)
 var root = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
 var resultsFile: URL?
 var appendFile: URL?
+var loopFrom: URL?
 while !arguments.isEmpty {
   let argument = arguments.removeFirst()
   switch argument {
@@ -61,6 +67,9 @@ while !arguments.isEmpty {
   case "--append-to":
     guard !arguments.isEmpty else { usage("--append-to needs a file") }
     appendFile = URL(fileURLWithPath: arguments.removeFirst())
+  case "--loop-from":
+    guard !arguments.isEmpty else { usage("--loop-from needs a file") }
+    loopFrom = URL(fileURLWithPath: arguments.removeFirst())
   case "--results":
     guard !arguments.isEmpty else { usage("--results needs a file") }
     resultsFile = URL(fileURLWithPath: arguments.removeFirst())
@@ -112,10 +121,13 @@ if only.contains("migration") {
 if only.contains("loop") && quick {
   notes.append("QUICK run: the learner's loop was skipped (run `make bench` without QUICK).")
 } else if only.contains("loop") {
-  let loop = measureLearnerLoop(root: root, runs: loopRuns)
+  let loop = measureLearnerLoop(root: root, runs: loopRuns, from: loopFrom)
   entries += loop.entries
   notes += loop.notes
-  runs.append("learner's loop \(loopRuns) per exercise (cold: 1)")
+  runs.append(
+    loopFrom == nil
+      ? "learner's loop \(loopRuns) per exercise (cold: 1)"
+      : "learner's loop as timed in \(loopFrom?.lastPathComponent ?? "")")
 }
 let partial = quick || only.count < groups.count
 // Busy: more than half a runnable process per core over the last minute, at either end.
