@@ -21,6 +21,7 @@
 #                   cold SECONDS
 #                   warm ID SECONDS VERDICT
 #                   load WHEN 1MIN 5MIN 15MIN
+#                   commit HASH, date WHEN (of the clone measured)
 # Prints a summary on stdout (each figure next to its goal), progress on stderr. `make
 # bench-loop` runs it; `make bench` runs it too and puts the figures in RESULTS.md.
 set -euo pipefail
@@ -67,6 +68,8 @@ say "cloning ${commit:0:12} into $scratch"
 git clone --quiet --no-checkout "$root" "$clone"
 git -C "$clone" checkout --quiet --detach "$commit"
 load start
+echo "commit ${commit:0:12}" >> "$timings"
+echo "date $(date -u +%Y-%m-%dT%H:%M:%SZ)" >> "$timings"
 
 if ((cold)); then
   say "cold make check CHAPTER=1 on the fresh clone (builds the runner and Chapter 1)"

@@ -64,6 +64,7 @@ func learnerLoopRows(_ text: String) -> (entries: [Entry], notes: [String]) {
   var warm: [String: [Double]] = [:]
   var notPassed: [String] = []
   var loads: [String: String] = [:]
+  var measured: [String: String] = [:]
   for line in text.split(separator: "\n") {
     let words = line.split(separator: " ").map(String.init)
     switch words.first {
@@ -76,6 +77,8 @@ func learnerLoopRows(_ text: String) -> (entries: [Entry], notes: [String]) {
       if words[3] != "passed" { notPassed.append("\(words[1]) (\(words[3]))") }
     case "load" where words.count == 5:
       loads[words[1]] = words[2...4].joined(separator: ", ")
+    case "commit" where words.count == 2, "date" where words.count == 2:
+      measured[words[0]] = words[1]
     default:
       continue
     }
@@ -123,7 +126,10 @@ func learnerLoopRows(_ text: String) -> (entries: [Entry], notes: [String]) {
           ? "every exercise is within \(Int(LoopGoal.everyExercise)) s."
           : "over \(Int(LoopGoal.everyExercise)) s: \(missed.joined(separator: ", ")).")
         + " Load average during the loop (1, 5, 15 min): \(loads["start"] ?? "?") at its start, "
-        + "\(loads["end"] ?? "?") at its end.")
+        + "\(loads["end"] ?? "?") at its end"
+        + (measured.isEmpty
+          ? "."
+          : "; timed at commit \(measured["commit"] ?? "?") on \(measured["date"] ?? "?")."))
   }
   if !notPassed.isEmpty {
     notes.append(
