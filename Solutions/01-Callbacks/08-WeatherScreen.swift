@@ -6,7 +6,7 @@ struct WeatherScreen: Equatable, Sendable {
   var conditions: SkyConditions
   /// The next five days.
   var forecast: [DayForecast]
-  /// The error that came with a forecast from the SDK's cache (shown as an "may be out of
+  /// The error that came with a forecast from the SDK's cache (shown as a "may be out of
   /// date" banner); `nil` for a fresh forecast.
   var forecastWarning: ForecastError?
   /// `nil` when the city has no radar: the screen just leaves the map out.
@@ -66,8 +66,8 @@ final class WeatherScreenModel {
     self.client = client
   }
 
-  /// Loads `city`'s conditions, then the five-day forecast of the station they name, then
-  /// its radar map, and shows them.
+  /// Loads `city`'s conditions, then the five-day forecast of the station they name and the
+  /// city's radar map, and shows them.
   ///
   /// - A conditions error is the refresh's failure, and nothing more is asked for.
   /// - A forecast alone is shown; an error alone is the failure; a forecast with an error
