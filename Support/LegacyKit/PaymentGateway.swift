@@ -91,6 +91,7 @@ public final class PaymentGateway: @unchecked Sendable {
   private var keys: [String] = []
   private var receipts: [String: Receipt] = [:]
   private var running = 0
+  private var peakRunning = 0
   private var cancelled = 0
   private var duplicates = 0
 
@@ -124,6 +125,8 @@ public final class PaymentGateway: @unchecked Sendable {
   public var charges: Int { locked { receipts.count } }
   /// How many requests have neither had their answer nor been cancelled.
   public var requestsRunning: Int { locked { running } }
+  /// The most requests that were running at the same time.
+  public var mostRequestsRunningAtOnce: Int { locked { peakRunning } }
   /// How many requests a cancel stopped before they had their answer.
   public var requestsCancelled: Int { locked { cancelled } }
   /// How many second copies of an answer `repliesTwice` has sent so far.
@@ -142,6 +145,7 @@ public final class PaymentGateway: @unchecked Sendable {
       let reply = replies[min(keys.count, replies.count - 1)]
       keys.append(idempotencyKey)
       running += 1
+      peakRunning = max(peakRunning, running)
       return reply
     }
     let box = UncheckedSendable(request)

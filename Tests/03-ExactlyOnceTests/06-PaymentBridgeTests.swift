@@ -52,6 +52,10 @@ struct PaymentBridgeTests {
     "a PaymentRequest was still running after pay returned: cancel the request of an "
     + "attempt that is cancelled or times out"
 
+  static let oneAtATime =
+    "the retry was submitted while the attempt that timed out was still running: its "
+    + "PaymentRequest must be cancelled, and the attempt ended, before the next one starts"
+
   @Test(
     "Returns the receipt when the first attempt is approved",
     arguments: [CallbackScript.synchronously, .default, .later(.milliseconds(100))])
@@ -148,6 +152,7 @@ struct PaymentBridgeTests {
     #expect(
       checkout.gateway.requestsCancelled == 1,
       "the attempt that timed out must have its PaymentRequest cancelled")
+    #expect(checkout.gateway.mostRequestsRunningAtOnce == 1, "\(Self.oneAtATime)")
     #expect(checkout.gateway.requestsRunning == 0, "\(Self.nothingRunning)")
   }
 
@@ -177,6 +182,7 @@ struct PaymentBridgeTests {
       again, up to maxAttempts (3) attempts, and no more attempts than maxAttempts
       """)
     #expect(checkout.gateway.requestsRunning == 0, "\(Self.nothingRunning)")
+    #expect(checkout.gateway.mostRequestsRunningAtOnce == 1, "\(Self.oneAtATime)")
   }
 
   @Test("A gateway that sends every answer twice does not make pay resume twice")
