@@ -98,19 +98,26 @@ struct SensorFeedTests {
     let sensor = VibrationSensor(runs: [.init(readings: 150, then: .finished)], interval: .zero)
     let capacity = 6
 
-    let (readings, mostAhead) = try await withDeadline(
+    let (readings, mostAhead, lateResume) = try await withDeadline(
       .seconds(2), "for try await reading in vibrations(…)", hint: pausedForGood
     ) {
       var readings: [Vibration] = []
       var mostAhead = 0
+      var lateResume: Int?
       for try await reading in vibrations(from: sensor, capacity: capacity) {
         readings.append(reading)
+        // Paused first, sent second: a sensor paused again after its resume has sent at
+        // least capacity readings since, so "paused with half or less waiting" means it
+        // was not resumed when the reader got down to half.
+        let paused = sensor.isPaused
         // Readings the sensor has sent that the reader has not read yet.
-        mostAhead = max(mostAhead, sensor.readingsSent - readings.count)
+        let ahead = sensor.readingsSent - readings.count
+        mostAhead = max(mostAhead, ahead)
+        if paused && ahead <= capacity / 2 && lateResume == nil { lateResume = ahead }
         if readings.count.isMultiple(of: 10) { try await Task.sleep(for: .milliseconds(2)) }
         await Task.yield()
       }
-      return (readings, mostAhead)
+      return (readings, mostAhead, lateResume)
     }
 
     let lost = Set(1...150).subtracting(numbers(readings)).sorted()
@@ -129,6 +136,13 @@ struct SensorFeedTests {
       capacity readings waited unread; pause() the sensor as soon as capacity readings wait
       """)
     #expect(sensor.pauses >= 1)
+    #expect(
+      lateResume == nil,
+      """
+      the sensor was still paused with only \(lateResume ?? 0) readings waiting (capacity \
+      \(capacity)): resume it once the reader has read half of them, when no more than \
+      capacity / 2 wait, not later
+      """)
   }
 
   @Test("A sensor that drops out while paused goes on, paused, and no reading is lost")
