@@ -36,6 +36,7 @@ let chapters: [(folder: String, module: String, uses: [String])] = [
   ("06-Channels", "Channels", ["CoroutineKit"]),
   ("07-Structured", "Structured", ["CoroutineKit", "LegacyKit"]),
   ("08-Capstone", "Capstone", ["ChatKit"]),
+  ("09-Networking", "Networking", ["HTTPTestServer"]),
 ]
 
 let environment = Context.environment
@@ -118,6 +119,16 @@ let package = Package(
           dependencies: ["ChatKit"],
           path: "Support/ChatServerMain"
         ),
+      ] : [])
+    // Chapter 9's scriptable HTTP server on 127.0.0.1 (slow, truncated, dropped, 500s);
+    // POSIX sockets and threads, no package dependency.
+    + (needed("HTTPTestServer")
+      ? [
+        .target(
+          name: "HTTPTestServer",
+          path: "Support/HTTPTestServer",
+          swiftSettings: [.swiftLanguageMode(.v5)]
+        )
       ] : [])
     + supportTests
     + selected.flatMap { chapter in
