@@ -62,14 +62,21 @@ extension QuoteClient {
     let box = DataTaskBox()
     return try await withTaskCancellationHandler {
       try await withCheckedThrowingContinuation { continuation in
+        // Already cancelled: do not even start the request.
+        guard !box.isCancelled else {
+          continuation.resume(throwing: CancellationError())
+          return
+        }
         let task = fetch(path) { data, response, error in
+          // After cancel() the session reports URLError(.cancelled): that is our cancel.
+          // A request quick enough to finish before the cancel reached it was cancelled
+          // all the same.
+          if box.isCancelled || (error as? URLError)?.code == .cancelled {
+            continuation.resume(throwing: CancellationError())
+            return
+          }
           if let error {
-            // After cancel() the session reports URLError(.cancelled): that is our cancel.
-            if (error as? URLError)?.code == .cancelled {
-              continuation.resume(throwing: CancellationError())
-            } else {
-              continuation.resume(throwing: error)
-            }
+            continuation.resume(throwing: error)
             return
           }
           guard let response else {
@@ -102,6 +109,8 @@ private final class DataTaskBox: Sendable {
     }
     if cancelled { task.cancel() }
   }
+
+  var isCancelled: Bool { state.withLock { $0.cancelled } }
 
   func cancel() {
     let task = state.withLock {
