@@ -18,7 +18,7 @@
 //                               chapter's other exercises can still be graded
 //
 // The support targets (Support/) are always included; their own tests (CoroutineKitTests,
-// ChatKitTests, WorkbookTestingTests) only when no single chapter is chosen, so grading a chapter never builds
+// ChatKitTests, HTTPTestServerTests, WorkbookTestingTests) only when no single chapter is chosen, so grading a chapter never builds
 // (or trips over) them.
 //
 // Keep `chapters` in step with workbook.json; `make test` checks that they agree.
@@ -74,6 +74,11 @@ let supportTests: [Target] =
       dependencies: ["ChatKit", "WorkbookTesting"],
       path: "Tests/ChatKitTests"
     ),
+    .testTarget(
+      name: "HTTPTestServerTests",
+      dependencies: ["HTTPTestServer", "WorkbookTesting"],
+      path: "Tests/HTTPTestServerTests"
+    ),
   ] : []
 
 let package = Package(
@@ -127,6 +132,7 @@ let package = Package(
         .target(
           name: "HTTPTestServer",
           path: "Support/HTTPTestServer",
+          exclude: ["README.md"],
           swiftSettings: [.swiftLanguageMode(.v5)]
         )
       ] : [])
