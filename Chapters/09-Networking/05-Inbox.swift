@@ -6,9 +6,10 @@ import FoundationNetworking
 #endif
 
 // A whole legacy module: an inbox client as a pre-concurrency app had it. Screens call
-// `unreadCount(completion:)`, `markAllRead(completion:)`, and `startWatching(every:)`,
-// which polls the count and posts `.inboxUnreadCountDidChange` (userInfo["count"]) to
-// every observer whenever it changes, until `stopWatching()`.
+// `unreadCount(completion:)` for a badge, and `startWatching(every:)`, which polls the
+// count and posts `.inboxUnreadCountDidChange` (userInfo["count"]) to every observer
+// whenever it changes, until `stopWatching()`. Those screens stay as they are for now;
+// new code wants the async API at the bottom.
 
 extension Notification.Name {
   /// Posted by ``InboxClient`` when the unread count it polls changes; `userInfo["count"]`
