@@ -64,12 +64,22 @@ private final class FakeLoader: AvatarLoading {
   }
 
   /// Completes every download started so far that is still pending: with the user's
-  /// avatar, or with `error`.
+  /// avatar, or with `error`. Later downloads get the same answer at once, so a caller
+  /// that a busy machine let in late is not left waiting.
   func finishAll(failing error: (any Error)? = nil) {
-    let pending = state.withLock { $0.downloads }
-    for (userID, promise) in pending {
-      if let error { promise.fail(error) } else { promise.success(avatarOf(userID)) }
+    let outcome: Result<Avatar, any Error>? = error.map { .failure($0) }
+    let pending = state.withLock { state in
+      state.answer = (outcome, .synchronously)
+      return state.downloads
     }
+    for (userID, promise) in pending {
+      promise.complete(with: outcome ?? .success(avatarOf(userID)))
+    }
+  }
+
+  /// Lets later downloads wait for the test again.
+  func holdNewDownloads() {
+    state.withLock { $0.answer = nil }
   }
 }
 
@@ -160,7 +170,7 @@ struct AvatarCacheTests {
 
     let ada = caller(cache, "ada")
     let grace = caller(cache, "grace")
-    let both = await eventually(within: .seconds(1)) { loader.downloads() == 2 }
+    let both = await eventually(within: .seconds(2)) { loader.downloads() == 2 }
     loader.finishAll()
     _ = try await results(of: [ada, grace], hint: valueHint)
 
@@ -215,9 +225,10 @@ struct AvatarCacheTests {
     }
 
     // The next caller downloads again, and this time it works.
+    loader.holdNewDownloads()
     let downloadsSoFar = loader.downloads()
     let retry = caller(cache, "ada")
-    let retried = await eventually(within: .seconds(1)) { loader.downloads() > downloadsSoFar }
+    let retried = await eventually(within: .seconds(2)) { loader.downloads() > downloadsSoFar }
     loader.finishAll()
     let again = try await withDeadline(
       .seconds(2), "avatar(for:) after a failure", hint: valueHint
@@ -300,12 +311,10 @@ struct AvatarCacheTests {
       cache, and goes on so that its avatar is there for the next caller
       """)
 
+    // From here on, a cache that downloads again gets an answer at once too, so the test
+    // can say what happened.
     loader.finishAll()
-    let downloadsSoFar = loader.downloads()
     let later = caller(cache, "ada")
-    // A cache that downloads again gets an answer too, so the test can say what happened.
-    _ = await eventually(within: .milliseconds(200)) { loader.downloads() > downloadsSoFar }
-    loader.finishAll()
     let avatar = try await withDeadline(.seconds(2), "avatar(for:)", hint: valueHint) {
       try await later.value
     }
