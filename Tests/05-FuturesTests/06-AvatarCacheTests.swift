@@ -134,6 +134,31 @@ struct AvatarCacheTests {
     #expect(loader.downloads() == 1, "one call, one download")
   }
 
+  @Test("Suspends instead of blocking: the download completes on the caller's own thread")
+  func suspendsInsteadOfBlocking() async throws {
+    let executor = OneThreadExecutor()
+    // The legacy future completes on the thread that asked for it, once that thread is
+    // free, as a future completed on the main queue would for a caller on the main actor.
+    let loader = FakeLoader(.onThreadOf(executor))
+    let cache = AvatarCache(loader: loader)
+
+    let avatar = try await withDeadline(
+      .seconds(3), "avatar(for:)", hint: valueHint, on: executor
+    ) {
+      try await cache.avatar(for: "ada")
+    }
+
+    let held = executor.longestJob
+    #expect(
+      held < .milliseconds(500),
+      """
+      avatar(for:) blocked its thread instead of suspending: it held the only thread it had \
+      for \(held), while the download it waited for was to complete on that same thread. \
+      Likely cause: a semaphore or another blocking wait; suspend with a continuation
+      """)
+    #expect(avatar == avatarOf("ada"))
+  }
+
   @Test("Callers asking for one user at the same time share one download")
   func concurrentCallersShareOneDownload() async throws {
     let loader = FakeLoader()
