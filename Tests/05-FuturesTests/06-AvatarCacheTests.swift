@@ -156,7 +156,7 @@ struct AvatarCacheTests {
       for \(held), while the download it waited for was to complete on that same thread. \
       Likely cause: a semaphore or another blocking wait; suspend with a continuation
       """)
-    #expect(avatar == avatarOf("ada"))
+    #expect(avatar == avatarOf("ada"), "avatar(for:) must return the downloaded avatar")
   }
 
   @Test("Callers asking for one user at the same time share one download")
@@ -219,7 +219,9 @@ struct AvatarCacheTests {
       try await cache.avatar(for: "ada")
     }
 
-    #expect(first == avatarOf("ada") && second == avatarOf("ada"))
+    #expect(
+      first == avatarOf("ada") && second == avatarOf("ada"),
+      "both calls must return the avatar, the second one from the cache")
     let downloads = loader.downloads()
     #expect(
       downloads == 1,
@@ -344,7 +346,9 @@ struct AvatarCacheTests {
       try await later.value
     }
 
-    #expect(avatar == avatarOf("ada"))
+    #expect(
+      avatar == avatarOf("ada"),
+      "the caller after a cancelled one must get the avatar that was downloaded meanwhile")
     let downloads = loader.downloads()
     #expect(
       downloads == 1,

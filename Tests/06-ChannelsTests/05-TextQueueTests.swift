@@ -200,7 +200,9 @@ struct TextQueueTests {
     #expect(
       rig.gateway.sent == ["ada", "grace", "linus"],
       "the messages must go out in the order they were submitted, first come, first served")
-    #expect(receipts == [receipt("ada"), receipt("grace"), receipt("linus")])
+    #expect(
+      receipts == [receipt("ada"), receipt("grace"), receipt("linus")],
+      "each submitter must get the receipt of its own message")
     #expect(
       rig.gateway.startTimes == [.zero, .seconds(1), .seconds(2)],
       """
@@ -231,7 +233,9 @@ struct TextQueueTests {
       """)
     if !followed { await rig.letSend(2) }
     _ = try await grace.value("submit(_:)", hint: receiptHint)
-    #expect(rig.gateway.startTimes == [.zero, .milliseconds(1500)])
+    #expect(
+      rig.gateway.startTimes == [.zero, .milliseconds(1500)],
+      "the second send must start as soon as the first, slow one has ended")
   }
 
   @Test("A full queue refuses a new message at once, and keeps the ones waiting")
@@ -266,7 +270,9 @@ struct TextQueueTests {
     for (index, submitter) in [ada, grace, linus].enumerated() {
       _ = try await submitter.value("submit(_:) of message \(index + 1)", hint: receiptHint)
     }
-    #expect(rig.gateway.sent == ["ada", "grace", "linus"])
+    #expect(
+      rig.gateway.sent == ["ada", "grace", "linus"],
+      "the messages that fitted must still be sent, in order, and the refused one never")
   }
 
   @Test("A failed send fails only its own message")
@@ -283,7 +289,9 @@ struct TextQueueTests {
     let first = try await ada.result("submit(_:) of message 1", hint: failedSendHint)
     let second = try await grace.result("submit(_:) of message 2", hint: failedSendHint)
     let third = try await linus.result("submit(_:) of message 3", hint: failedSendHint)
-    #expect((try? first.get()) == receipt("ada"))
+    #expect(
+      (try? first.get()) == receipt("ada"),
+      "the message before a failed one must get its receipt")
     #expect(
       throws: GatewayError(to: "grace"),
       "the failed message's submitter must get the gateway's error"
@@ -323,7 +331,9 @@ struct TextQueueTests {
       close() must still send the messages already queued; they got \(first) and \(second)
       """)
     _ = try await rig.worker.result("run() after close()", hint: closeHint)
-    #expect(rig.gateway.sent == ["ada", "grace"])
+    #expect(
+      rig.gateway.sent == ["ada", "grace"],
+      "after close(), exactly the messages queued before it must be sent")
   }
 
   @Test("Cancelling run() fails every message still waiting, and refuses new ones")
