@@ -22,7 +22,7 @@
 //                               the tests (`make verify` still builds them, from Solutions/)
 //
 // The support targets (Support/) are always included; their own tests (CoroutineKitTests,
-// ChatKitTests, WorkbookTestingTests) only when no single chapter is chosen, so grading a chapter never builds
+// ChatKitTests, HTTPTestServerTests, WorkbookTestingTests) only when no single chapter is chosen, so grading a chapter never builds
 // (or trips over) them.
 //
 // Keep `chapters` in step with workbook.json; `make test` checks that they agree.
@@ -40,6 +40,7 @@ let chapters: [(folder: String, module: String, uses: [String])] = [
   ("06-Channels", "Channels", ["CoroutineKit"]),
   ("07-Structured", "Structured", ["CoroutineKit", "LegacyKit"]),
   ("08-Capstone", "Capstone", ["ChatKit"]),
+  ("09-Networking", "Networking", ["HTTPTestServer"]),
 ]
 
 let environment = Context.environment
@@ -78,6 +79,11 @@ let supportTests: [Target] =
       name: "ChatKitTests",
       dependencies: ["ChatKit", "WorkbookTesting"],
       path: "Tests/ChatKitTests"
+    ),
+    .testTarget(
+      name: "HTTPTestServerTests",
+      dependencies: ["HTTPTestServer", "WorkbookTesting"],
+      path: "Tests/HTTPTestServerTests"
     ),
   ] : []
 
@@ -126,6 +132,17 @@ let package = Package(
           name: "chat-server",
           dependencies: ["ChatKit"],
           path: "Support/ChatServerMain"
+        )
+      ] : [])
+    // Chapter 9's scriptable HTTP server on 127.0.0.1 (slow, truncated, dropped, 500s);
+    // POSIX sockets and threads, no package dependency.
+    + (needed("HTTPTestServer")
+      ? [
+        .target(
+          name: "HTTPTestServer",
+          path: "Support/HTTPTestServer",
+          exclude: ["README.md"],
+          swiftSettings: [.swiftLanguageMode(.v5)]
         )
       ] : [])
     + supportTests

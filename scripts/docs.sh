@@ -101,6 +101,18 @@ Fix them in docs/Workbook.docc and run 'make docs' again."
     die "DocC failed (exit status $status) without a diagnostic; its output is above."
   fi
 
+  # DocC-Render puts a line-break opportunity (<wbr>) at every change from a lower- to an
+  # upper-case letter in inline code, so `CoChannel` at the end of a line renders as "Co",
+  # then "Channel" on the next (swift-docc-render#825). Inline code breaks at its spaces
+  # instead, and inside a word only when the word cannot fit on a line of its own.
+  python3 - "$scratch/site" <<'PY'
+import pathlib, sys
+style = "<style>:not(pre)>code wbr{display:none}:not(pre)>code{overflow-wrap:break-word}</style>"
+for page in pathlib.Path(sys.argv[1]).rglob("index.html"):
+    text = page.read_text()
+    page.write_text(text.replace("</head>", style + "</head>", 1))
+PY
+
   rm -rf "$site"
   mkdir -p "$(dirname "$site")"
   mv "$scratch/site" "$site"

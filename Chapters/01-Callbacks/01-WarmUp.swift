@@ -8,7 +8,7 @@ import LegacyKit
 
 /// Asks `greeter` for a greeting for `name` and returns it once it has arrived.
 func greeting(for name: String, from greeter: Greeter) async -> String {
-  // TODO: Inside `withCheckedContinuation`, call `greeter.greet(_:completion:)` and resume
-  // the continuation with the greeting the completion handler receives.
+  // TODO: Return the greeting that `greeter.greet(_:completion:)` hands its completion
+  // handler, suspending until it arrives.
   return ""
 }

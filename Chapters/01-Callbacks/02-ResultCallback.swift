@@ -12,8 +12,8 @@ import LegacyKit
 
 /// Returns the label `classifier` gives `image`, or throws the error it reports instead.
 func classify(_ image: Data, using classifier: ImageClassifier) async throws -> String {
-  // TODO: Call `classifier.classify(_:completion:)` inside `withCheckedThrowingContinuation`
-  // and resume the continuation with the `Result` the handler receives, whichever case it is.
+  // TODO: Return the label that `classifier.classify(_:completion:)` reports, or throw the
+  // error it reports instead, unchanged.
   throw Unfinished()
 }
 

@@ -22,8 +22,8 @@ func encode(
   using encoder: AddressEncoder,
   reportWarning: @escaping @Sendable (any Error) -> Void
 ) async throws -> String {
-  // TODO: Wrap `encoder.encode(_:completion:)` in `withCheckedThrowingContinuation` and
-  // resume exactly once for each of the four combinations listed above.
+  // TODO: Ask `encoder.encode(_:completion:)`, and answer the caller exactly once, as the
+  // list above says for each of the four combinations.
   throw Unfinished()
 }
 

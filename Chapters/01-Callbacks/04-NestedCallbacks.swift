@@ -42,8 +42,8 @@ func loadGalleryItem(
 /// Throws ``GalleryError/imageUnavailable`` if the image download fails (and then does not
 /// ask for the metadata), or ``GalleryError/metadataUnavailable`` if the metadata fails.
 func loadGalleryItem(_ url: URL, from downloader: ImageDownloader) async throws -> GalleryItem {
-  // TODO: Wrap each download in its own `withCheckedThrowingContinuation` (two small helper
-  // functions), then await the image and then the metadata in straight-line code.
+  // TODO: Do what the callback version above does, as straight-line async code: the image
+  // first, the metadata only once the image has arrived, and each step's own error.
   throw Unfinished()
 }
 

@@ -17,8 +17,9 @@ func describeWeather(
 extension WeatherStation {
   /// The current reading for `city`, for new code written with async/await.
   func currentReading(for city: String) async throws -> WeatherReading {
-    // TODO: Give `currentReading(for:completion:)` this async twin: call the callback API,
-    // suspend until it answers, then return the reading or throw the station's error.
+    // TODO: Make this the async twin of `currentReading(for:completion:)`: the same request,
+    // answered with the same reading or the station's own error. The callback API and its
+    // call sites stay as they are.
     throw AsyncTwinNotWritten()
   }
 }

@@ -28,9 +28,9 @@ struct ProcessRunner: Sendable {
     process.standardOutput = output
     process.standardError = errorOutput
 
-    // TODO: Start the process and suspend until its `terminationHandler` reports the exit,
-    // then return its status and both outputs. Throw if it cannot start. Keep reading both
-    // pipes while it runs: a child that fills a pipe's buffer waits for a reader forever.
+    // TODO: Start the process and, without holding a thread while it runs, return how it ended
+    // and everything it wrote to each pipe, however much that is, once it has exited. Throw
+    // the error if it cannot be started.
     throw ProcessBridgeNotWritten()
   }
 }

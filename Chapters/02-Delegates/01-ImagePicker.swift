@@ -33,9 +33,9 @@ final class ImagePicker: ImagePickerControllerDelegate, Sendable {
   /// Presenting again replaces a sheet that is still on screen, and a replaced sheet never
   /// reports, so its caller gets `nil` then.
   func pickImage() async -> Image? {
-    // TODO: Store a continuation in `waiting` and present the picker; resume it from the
-    // two delegate methods below. Each continuation is resumed exactly once, and each pick
-    // stores a new one: a stored one that will never be answered must not be left behind.
+    // TODO: Present the picker and return what the user does: the image they pick, or `nil`
+    // when they cancel or a newer pick replaces this sheet. Every caller is answered exactly
+    // once, however often the picker reports.
     return nil
   }
 

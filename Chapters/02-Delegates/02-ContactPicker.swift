@@ -25,8 +25,8 @@ final class ContactPicker: ContactPickerDelegate, Sendable {
 
   /// Presents the picker and returns the contact the user selects, or `nil` if they cancel.
   func pickContact() async -> Contact? {
-    // TODO: Bridge the picker as you did in 2.1: store a continuation, present, and resume
-    // it from the delegate. Make sure every way the user can end the pick resumes it.
+    // TODO: Bridge the picker as in 2.1: return the contact the user selects, or `nil` when
+    // they cancel or a newer pick replaces the sheet. Every caller is answered exactly once.
     return nil
   }
 

@@ -39,9 +39,9 @@ final class PhotoCaptureProcessor: PhotoCaptureDelegate, Sendable {
   /// Captures one photo and returns it, or throws why there is none: the camera's
   /// `CameraError`, or a `PhotoCaptureError`.
   func capturePhoto(with output: PhotoOutput) async throws -> Image {
-    // TODO: Where the old processor stored a completion closure, store a throwing
-    // continuation (behind a `Mutex`), then start the capture. In the delegate method below,
-    // resume it once: with the image, or with the error that says which failure happened.
+    // TODO: Capture one photo and return it, or throw the error that says why there is none
+    // (see `PhotoCaptureError`). Captures may overlap, and every caller is answered exactly
+    // once.
     throw Unfinished()
   }
 

@@ -34,10 +34,9 @@ enum LocationPermissionError: Error, Equatable {
 /// Throws `LocationPermissionError` when permission is denied or restricted, and the
 /// manager's own error when locating fails.
 func currentLocation(using manager: LocationManager) async throws -> Location {
-  // TODO: Write a class that is the manager's delegate and holds a stored throwing
-  // continuation. Drive the flow above from its methods, resume once with the first location
-  // or failure, and stop updates. The manager holds its delegate weakly: keep yours alive
-  // until the caller has been answered.
+  // TODO: Follow the flow above: ask for permission only if nobody has asked yet, answer
+  // once, with the first location or the first failure, and stop updating. The manager holds
+  // its delegate weakly, and two calls may overlap on one manager.
   throw Unfinished()
 }
 

@@ -29,9 +29,8 @@ final class SharedBarcodeScanner: BarcodeScannerDelegate, Sendable {
 
   /// Returns the next code the scanner reads, sharing a scan that is already running.
   func scan() async throws -> String {
-    // TODO: Implement the policy above. One stored continuation is not enough: keep every
-    // waiting caller (behind a `Mutex`), start the scanner only for the first, and resume
-    // each of them exactly once when the scan ends.
+    // TODO: Implement the policy above for any number of callers at once: each is answered
+    // exactly once, with the code or the error of the scan it shared.
     throw Unfinished()
   }
 

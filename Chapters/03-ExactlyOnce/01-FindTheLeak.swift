@@ -1,10 +1,9 @@
 import Foundation
 import LegacyKit
 
-// TODO: One path through this file never resumes its continuation, so some profile cards
-// never finish loading. Run `make check EXERCISE=3.1` and read the line that starts with
-// "the runtime said:": it names the function that dropped its continuation. Find the path
-// in that function that returns without resuming, and make it resume.
+// TODO: Some profile cards never finish loading: one path through this file never resumes
+// its continuation. Find it and make it resume, with what the caller should get there.
+// `make check EXERCISE=3.1` tells you where to look.
 
 /// What the profile screen shows for an account.
 struct ProfileCard: Equatable, Sendable {

@@ -21,9 +21,9 @@ final class ResumeOnce<Value: Sendable, Failure: Error>: Sendable {
   /// - Returns: Whether this call resumed it.
   @discardableResult
   func resume(with result: Result<Value, Failure>) -> Bool {
-    // TODO: Let only the first call through, even when several threads call at once;
-    // later calls must return false without touching the continuation. Keep the
-    // continuation in a `Mutex` (from Synchronization) and take it out on the first call.
+    // TODO: Let only the first call through, even when several threads call at once; later
+    // calls must return false without touching the continuation. As shipped, every call
+    // resumes it, and the second resume stops the program.
     continuation.resume(with: result)
     return true
   }

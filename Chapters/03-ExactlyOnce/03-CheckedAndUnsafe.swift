@@ -41,9 +41,9 @@ func withBridgeContinuation<Value: Sendable>(
   function: String = #function,
   _ body: (BridgeContinuation<Value>) -> Void
 ) async -> Value {
-  // TODO: Honour `checking`. For `.unchecked`, suspend with `withUnsafeContinuation` and
-  // hand `body` an `.unchecked` continuation; keep this checked version for `.checked`.
-  // Then write down, in a comment, what each choice buys and what it costs.
+  // TODO: Honour `checking`: a checked continuation for `.checked`, an unsafe one for
+  // `.unchecked`, and misuse messages that still name the bridge. Then write down, in a
+  // comment, what each choice buys and what it costs.
   await withCheckedContinuation(isolation: isolation, function: function) { continuation in
     body(.checked(continuation))
   }

@@ -13,11 +13,9 @@ import Synchronization
 /// Downloads `url`. Cancelling the calling task cancels the download and throws
 /// `CancellationError`.
 func download(_ url: URL, with downloader: FileDownloader) async throws -> Data {
-  // TODO: Start the download inside a throwing continuation, inside
-  // `withTaskCancellationHandler`, whose `onCancel` cancels the `DownloadTask`. Throw
-  // `CancellationError()` for `DownloadError.cancelled`. Beware: `onCancel` may run before
-  // the download has started (the task may already be cancelled), and this downloader can
-  // call back again after reporting a cancellation (`ResumeOnce` from 3.2 handles that).
+  // TODO: Cancelling the calling task, at any moment (even before this call), cancels the
+  // download and throws `CancellationError`; other results pass through unchanged. This
+  // downloader may call back again after it has reported a cancellation.
   throw Unfinished()
 }
 

@@ -19,9 +19,9 @@ func withTimeout<Value: Sendable, C: Clock<Duration>>(
   clock: C = ContinuousClock(),
   operation: @escaping @Sendable () async throws -> Value
 ) async throws -> Value {
-  // TODO: Race two child tasks in a throwing task group: one runs `operation`, the other
-  // sleeps on `clock` for `limit` and then throws `TimeoutError(limit:)`. The first to
-  // finish decides the outcome; cancel the other, and return only when both have ended.
+  // TODO: Return the operation's result or throw its error, unless `limit` passes first on
+  // `clock`: then cancel it and throw `TimeoutError(limit:)`. Cancelling the caller cancels
+  // the operation. Either way, return only once everything started here has ended.
   throw Unfinished()
 }
 

@@ -23,10 +23,9 @@ import LegacyKit
 /// breaks, the task is cancelled, the stream is dropped. A failure ends the stream with the
 /// receiver's error.
 func locationUpdates(from receiver: GPSReceiver) -> AsyncThrowingStream<Location, any Error> {
-  // TODO: Inside the stream's closure, make a delegate that yields every location it is told
-  // about and finishes the stream with the receiver's error; then start the receiver, and stop
-  // it in the continuation's `onTermination`. The receiver holds its delegate weakly: keep
-  // yours alive for as long as the stream lives.
+  // TODO: Stream what `receiver` reports, as documented above: every location, in order,
+  // until a failure ends the stream with the receiver's error. The receiver runs exactly as
+  // long as the stream does, and holds its delegate weakly.
   AsyncThrowingStream { continuation in
     continuation.finish(throwing: Unfinished())
   }

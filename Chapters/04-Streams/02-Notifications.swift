@@ -19,9 +19,8 @@ import LegacyKit
 /// Listens to this battery only, in its own notification center, and stops listening when the
 /// iteration ends, however it ends.
 func levelChanges(of battery: Battery) -> AsyncStream<Int> {
-  // TODO: Inside the stream's closure, add a block observer for
-  // `Battery.levelDidChangeNotification` from `battery` that yields `battery.level`, and
-  // remove that observer in the continuation's `onTermination`.
+  // TODO: Yield `battery.level` after every `Battery.levelDidChangeNotification` that this
+  // battery posts, and stop listening when the stream ends.
   AsyncStream { continuation in
     continuation.finish()
   }

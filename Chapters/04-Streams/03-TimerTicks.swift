@@ -32,9 +32,9 @@ struct Tick: Equatable, Sendable {
 ///
 /// - Parameter timer: A new timer source, not activated yet.
 func ticks(of timer: any DispatchSourceTimer, every interval: Duration) -> AsyncStream<Tick> {
-  // TODO: Make a stream that keeps only the newest tick. Inside its closure, schedule the
-  // timer, yield a numbered `Tick` from its event handler, finish the stream from its cancel
-  // handler, cancel it in the continuation's `onTermination`, and activate it.
+  // TODO: Turn the timer's firings into ticks, as documented above: numbered from 1, only the
+  // newest for a slow consumer, the timer cancelled when the iteration ends, and the stream
+  // ended when somebody else cancels the timer.
   AsyncStream { continuation in
     continuation.finish()
   }

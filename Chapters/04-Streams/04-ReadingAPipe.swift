@@ -20,9 +20,9 @@ import Synchronization
 /// lines too, and so is the text after the last line feed. The readability handler is removed
 /// when the stream ends, at end of file or when the iteration ends, however it ends.
 func lines(from handle: FileHandle) -> AsyncStream<String> {
-  // TODO: Inside the stream's closure, set a readability handler that keeps the bytes of the
-  // unfinished line and yields each complete line; at end of file (empty data), yield what is
-  // left, finish the stream and remove the handler. Remove it in `onTermination` too.
+  // TODO: Yield each line once it is complete, then, at end of file, the text after the last
+  // line feed, and end the stream. A read may stop anywhere, even inside a character. Stop
+  // listening to `handle` when the stream ends, however it ends.
   AsyncStream { continuation in
     continuation.finish()
   }

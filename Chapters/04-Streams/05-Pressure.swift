@@ -17,9 +17,9 @@ import LegacyKit
 /// sample makes room for the new one. The hub is told what became of each sample, stops when
 /// nobody listens any more, and the stream ends after its last sample.
 func samples(from hub: TelemetryHub, keepingNewest capacity: Int) -> AsyncStream<Sample> {
-  // TODO: Make the stream and its continuation with `AsyncStream.makeStream(of:bufferingPolicy:)`,
-  // start the hub with closures that use the continuation, and turn what each `yield` returns
-  // into the `SampleReceipt` the hub expects. Finish the stream when the hub is done.
+  // TODO: Stream the hub's samples, as documented above: at most `capacity` waiting, the
+  // oldest making room; each sample answered with the `SampleReceipt` that says what became
+  // of it; the hub stopped once nobody listens, and the stream ended when the hub is done.
   AsyncStream { continuation in
     continuation.finish()
   }

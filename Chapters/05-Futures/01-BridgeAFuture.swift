@@ -21,9 +21,8 @@ extension CoFuture where Value: Sendable {
   /// cancel anything: the future is shared, so one awaiter must not cancel it for the others.
   var value: Value {
     get async throws {
-      // TODO: Wait for the future without blocking: suspend in
-      // `withCheckedThrowingContinuation` and resume the continuation from a `whenComplete`
-      // callback, whatever the result is. (Not `await()`: that blocks a coroutine's thread.)
+      // TODO: Wait for the future's result without blocking a thread, and return or throw it
+      // as it is.
       throw Unfinished()
     }
   }

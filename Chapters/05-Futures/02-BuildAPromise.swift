@@ -55,11 +55,10 @@ final class Promise<Value: Sendable>: Sendable {
   /// changes nothing, if the promise already had a result.
   @discardableResult
   func complete(with result: Result<Value, any Error>) -> Bool {
-    // TODO: Implement `complete(with:)` and `value` below, keeping everything in `state`.
-    // The first result wins and resumes every stored awaiter exactly once; an awaiter who
-    // comes later gets the result at once. An awaiter whose task is cancelled throws
-    // `CancellationError` at once (`withTaskCancellationHandler`) and leaves nothing in
-    // `waiting`, even when it is cancelled just before it is stored.
+    // TODO: Implement `complete(with:)` and `value` below, keeping everything in `state`, as
+    // documented above: the first result wins and reaches every awaiter exactly once, early or
+    // late. An awaiter whose task is cancelled, at any moment, throws `CancellationError` at
+    // once and leaves nothing in `waiting`.
     return false
   }
 

@@ -29,8 +29,8 @@ protocol TripPricing: Sendable {
 /// The trip's price: the flight fare plus the hotel rate, both asked for at once, so it takes
 /// as long as the slower of the two, not as long as both together.
 func tripPrice(for trip: Trip, using pricing: some TripPricing) async throws -> Int {
-  // TODO: Ask for the flight fare and the hotel rate at the same time, and add them up.
-  // Awaiting one call and then the other would wait for the sum of both times.
+  // TODO: Return the flight fare plus the hotel rate, asking for both at the same time.
+  // Cancelling the caller cancels both requests.
   throw Unfinished()
 }
 

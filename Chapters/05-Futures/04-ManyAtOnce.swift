@@ -25,8 +25,8 @@ protocol RateService: Sendable {
 ///
 /// The first failure is thrown, and the requests still running are cancelled.
 func nightlyRates(at hotels: [Hotel], using service: some RateService) async throws -> [Int] {
-  // TODO: Ask for every hotel's rate at once, in a task group, and return the rates in
-  // the order of `hotels`. Let the first failure end the call and cancel the rest.
+  // TODO: Return every hotel's rate, in the order of `hotels`, asking for all of them at
+  // once. The first failure, in time, ends the call and cancels the requests still running.
   throw Unfinished()
 }
 

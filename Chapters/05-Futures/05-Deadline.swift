@@ -55,10 +55,9 @@ extension CoFuture where Value: Sendable {
   /// Unlike `await(timeout:)`, which leaves the future running, this ends it: use it for a
   /// future that is yours alone, such as the one a request has just returned.
   func value(timeout: Duration) async throws -> Value {
-    // TODO: Wait for the future inside `withTimeout(_:operation:)` above, in a way that
-    // cancels the legacy future when the wait is cancelled (`withTaskCancellationHandler`):
-    // at the deadline, `withTimeout` cancels the wait, and it returns only once the wait
-    // has ended.
+    // TODO: Wait at most `timeout` for the future's result, as documented above: at the
+    // deadline, or when the waiting task is cancelled, the future is cancelled and the call
+    // ends at once.
     throw Unfinished()
   }
 }

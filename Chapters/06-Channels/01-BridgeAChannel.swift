@@ -24,9 +24,9 @@ extension CoChannel where Element: Sendable {
   /// thrown in the loop, a cancelled task), the channel is cancelled, so no producer and
   /// no coroutine stays blocked on it.
   func elements() -> AsyncThrowingStream<Element, any Error> {
-    // TODO: Feed an AsyncThrowingStream from the channel: receive each element (the
-    // blocking calls work only inside a coroutine), finish the stream when the channel
-    // ends, and cancel the channel when the consumer stops early (`onTermination`).
+    // TODO: Consume the channel as documented above: every element in order, the end once it
+    // is closed and drained, `CoChannelError.cancelled` when it is cancelled, and the channel
+    // cancelled when the stream's consumer stops early.
     AsyncThrowingStream { $0.finish(throwing: Unfinished()) }
   }
 }

@@ -29,10 +29,8 @@ struct ChannelClosedError: Error, Equatable {}
 ///   `CancellationError`; it gives or takes nothing. A task that is already cancelled
 ///   throws at once, without sending or receiving.
 final class Channel<Element: Sendable>: Sendable {
-  // TODO: Implement the channel described above. Keep its rules in a struct whose
-  // transitions return what to resume, guard that struct with a `Mutex`, park waiting
-  // senders and receivers as continuations, and resume them only after the lock is
-  // released. Handle cancellation with `withTaskCancellationHandler`.
+  // TODO: Implement the channel described above: `init`, `send`, `receive` and `close`, with
+  // whatever stored properties they need.
 
   /// A channel that buffers up to `capacity` elements; 0 (the default) is a rendezvous.
   init(capacity: Int = 0) {

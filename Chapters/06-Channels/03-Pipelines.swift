@@ -38,9 +38,8 @@ func runPipeline<Source: AsyncSequence & Sendable, Output: Sendable>(
   transform: @escaping @Sendable (Source.Element) async throws -> Output,
   consume: @escaping @Sendable (Output) async throws -> Void
 ) async throws where Source.Element: Sendable {
-  // TODO: Run the stages as child tasks of one task group, connected by AsyncStreams: fan
-  // out to at most `workers` transforms at once, fan their results in to the consumer, and
-  // finish each stream when its input has ended.
+  // TODO: Run the pipeline described above: its stages at the same time, at most `workers`
+  // transforms at once, and nothing still running when it returns or throws.
   throw Unfinished()
 }
 

@@ -116,9 +116,8 @@ private struct NonBlockingState<Element: Sendable> {
   }
 
   mutating func send(_ element: Element) -> SendOutcome {
-    // TODO: Decide what happens to `element`, for both kinds (see `BufferKind`): refuse it
-    // once the channel is closed, and otherwise give it to a waiting receiver or keep it in
-    // `buffer` the way `kind` says.
+    // TODO: Decide what becomes of `element` (see `SendOutcome`): on a closed channel, and for
+    // each kind of buffer (see `BufferKind`).
     .refused
   }
 

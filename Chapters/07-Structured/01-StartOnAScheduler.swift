@@ -37,10 +37,9 @@ final class ProfileScreen {
   /// load cancels the one before it, so a late answer never replaces a newer one.
   @discardableResult
   func load(_ id: String) -> Task<Void, Never> {
-    // TODO: Replace the coroutine above with a `Task` that inherits the main actor: show
-    // "Loading…" first, suspend on the future (a continuation resumed by `whenComplete`,
-    // not the blocking `await()`), cancel the future if the task is cancelled, and
-    // cancel the previous load.
+    // TODO: Do what the coroutine above did, in a task the caller can wait for or cancel, as
+    // documented above: "Loading…" at once, the main actor free during the lookup, and a
+    // cancelled or replaced load cancels its future and changes nothing on screen after that.
     Task {}
   }
 }

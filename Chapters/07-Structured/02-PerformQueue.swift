@@ -20,9 +20,8 @@ actor NoteStore {
     self.context = context
   }
 
-  // TODO: Make the actor run its methods on `context.queue`: write a `SerialExecutor` whose
-  // `enqueue(_:)` runs each job on that queue, keep one for this actor, and return it from
-  // `nonisolated var unownedExecutor: UnownedSerialExecutor`.
+  // TODO: Make the actor's methods run on `context.queue`, and only there, in order with the
+  // `perform` blocks that legacy code sends to the same queue.
 
   /// Adds a note and returns how many notes there are now.
   func add(_ title: String) -> Int {

@@ -18,9 +18,9 @@ import Synchronization
 final class TaskScope: Sendable {
   init() {}
 
-  // TODO: Own the tasks. Keep every task `launch` starts (in a `Mutex`), cancel them all in
-  // `cancel()` and in `deinit`, and forget each one when it finishes (without the task
-  // keeping the scope alive). Work launched into a cancelled scope starts cancelled.
+  // TODO: Own the tasks, as documented on each member below: `cancel()`, or letting the scope
+  // go, cancels them all; work launched into a cancelled scope starts cancelled; a finished
+  // task is forgotten. A task never keeps its scope alive.
 
   /// Runs `work` in a new task that the scope owns.
   func launch(_ work: @escaping @Sendable () async -> Void) {

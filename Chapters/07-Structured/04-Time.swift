@@ -27,9 +27,8 @@ func retrying<Value: Sendable>(
   clock: some Clock<Duration>,
   _ operation: @Sendable () async throws -> Value
 ) async throws -> Value {
-  // TODO: Call `operation` in a loop. When it throws and attempts remain, wait with
-  // `try await Task.sleep(for: delay, clock: clock)` (never `Coroutine.delay`, never the
-  // default clock), and double the delay for next time.
+  // TODO: Retry `operation` as documented above: every wait on `clock`, each twice as long as
+  // the one before, and no wait after the last attempt.
   throw Unfinished()
 }
 

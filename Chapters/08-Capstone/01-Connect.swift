@@ -16,9 +16,8 @@ extension ChatConnection {
   /// Throws the connection's error (refused, name taken, …), or `CancellationError` when
   /// the task is cancelled while connecting.
   func connect(to host: String = "127.0.0.1", port: UInt16, as name: String) async throws {
-    // TODO: Call `connect(host:port:name:completion:)` inside a checked throwing
-    // continuation and resume it exactly once. When the task is cancelled, `disconnect()`
-    // (withTaskCancellationHandler), and throw `CancellationError` for `.cancelled`.
+    // TODO: Connect, and return once the server has welcomed us, or throw the connection's
+    // error. Cancelling the task cancels the connect and throws `CancellationError`.
     throw Unfinished()
   }
 }

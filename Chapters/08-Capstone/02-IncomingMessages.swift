@@ -17,9 +17,8 @@ extension ChatConnection {
   /// connection ends: cleanly after `disconnect()`, with the error when the server goes
   /// away. Stopping the iteration disconnects.
   func incomingLines() -> AsyncThrowingStream<String, any Error> {
-    // TODO: Make the stream, and set as `delegate` an object that yields each line and
-    // finishes the stream when the connection ends (with the error, if there is one).
-    // Keep that object alive, and `disconnect()` when the stream terminates.
+    // TODO: Stream the lines the connection hears, as documented above: none missed, none lost
+    // while nobody iterates yet, and an end that says how the connection ended.
     AsyncThrowingStream { $0.finish(throwing: Unfinished()) }
   }
 }

@@ -12,8 +12,8 @@ extension ChatConnection {
   /// Throws `.notConnected` before joining or after the end, `.invalidLine` for a newline
   /// or an over-long line.
   func send(_ line: String) async throws {
-    // TODO: Call `send(_:completion:)` inside a checked throwing continuation, and resume
-    // it once: with the error if there is one, otherwise with nothing.
+    // TODO: Return once the legacy `send(_:completion:)` reports the line on its way, or
+    // throw the error it reports.
     throw Unfinished()
   }
 }

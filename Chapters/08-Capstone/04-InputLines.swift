@@ -10,8 +10,7 @@ import Foundation
 /// The lines read from `handle` (standard input, a pipe), as they arrive, without their
 /// line endings; finishes at end of file.
 func inputLines(from handle: FileHandle) -> AsyncStream<String> {
-  // TODO: On a `Thread` of its own, read `handle.availableData` until it comes back empty
-  // (end of file), yield every complete line as soon as its "\n" arrives (drop a "\r"
-  // before it), yield a last unfinished line, then finish the stream.
+  // TODO: Yield each line as soon as its "\n" arrives (without a "\r" before it), then, at
+  // end of file, a last unfinished line if there is one, and finish.
   AsyncStream { $0.finish() }
 }

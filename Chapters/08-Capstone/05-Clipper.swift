@@ -17,10 +17,9 @@ public func runClipper(
   name: String, input: FileHandle, output: @escaping @Sendable (String) -> Void,
   host: String = "127.0.0.1", port: UInt16
 ) async throws {
-  // TODO: Make a `ChatConnection`, its `incomingLines()` (before connecting), and connect.
-  // Then, in a task group, print the incoming lines in one child and send `inputLines(from:)`
-  // in another. Whichever ends first decides: cancel the other and `disconnect()`; return
-  // at end of input, throw `ClipperError.serverGone` when the incoming lines end first.
+  // TODO: Join the chat, then print what the server sends and send what `input` holds, both
+  // at once, until either ends: then hang up, and return or throw as documented above. A
+  // line that cannot be sent is reported to `output`, and the chat goes on.
   throw Unfinished()
 }
 

@@ -103,10 +103,8 @@ struct CheckedAndUnsafeTests {
   func checkedCatchesASecondResume() async throws {
     let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
       let twiceAtOnce = SensorHub(script: CallbackScript(timing: .synchronously, times: 2))
-      Task { _ = await reading(of: 1, from: twiceAtOnce, checking: .checked) }
-      // The checks stop the process long before this sleep ends (2 seconds, so that a busy
-      // machine that is slow to start the task does not end the child first).
-      try await Task.sleep(for: .seconds(2))
+      // Both answers come inside the call, so the checks stop the process before it returns.
+      _ = await reading(of: 1, from: twiceAtOnce, checking: .checked)
     }
     let said = misuseMessage(in: result)
     #expect(
@@ -122,7 +120,7 @@ struct CheckedAndUnsafeTests {
     let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
       let silent = SensorHub(script: .never)
       Task { _ = await reading(of: 1, from: silent, checking: .checked) }
-      try await Task.sleep(for: .milliseconds(300))
+      try await untilTheHubDroppedItsCallback(silent)
     }
     let said = misuseMessage(in: result)
     #expect(
@@ -135,7 +133,7 @@ struct CheckedAndUnsafeTests {
     let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
       let silent = SensorHub(script: .never)
       Task { _ = await reading(of: 1, from: silent, checking: .unchecked) }
-      try await Task.sleep(for: .milliseconds(300))
+      try await untilTheHubDroppedItsCallback(silent)
     }
     let said = misuseMessage(in: result)
     #expect(
@@ -156,4 +154,14 @@ struct CheckedAndUnsafeTests {
     }
     return Self.silence
   }
+}
+
+/// Returns once `hub` has taken the read and dropped its callback (a `.never` script drops
+/// it before `read` returns, which is when a checked continuation reports its leak), plus a
+/// moment for the report to be written. Waits on the read, not on the machine's speed.
+private func untilTheHubDroppedItsCallback(_ hub: SensorHub) async throws {
+  let clock = ContinuousClock()
+  let deadline = clock.now + .seconds(10)
+  while hub.reads == 0 && clock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+  try await Task.sleep(for: .milliseconds(200))
 }

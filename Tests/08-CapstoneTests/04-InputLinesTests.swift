@@ -20,24 +20,36 @@ private func expectOwnThread(
   }
 }
 
+/// Writes `text` to a pipe, closes it, and reads `inputLines(from:)` over it to its end,
+/// within a deadline; also checks that the reads happened where they may block.
+private func linesRead(
+  from text: String, sourceLocation: SourceLocation = #_sourceLocation
+) async throws -> [String] {
+  let pipe = Pipe()
+  let input = ProbedInput(pipe)
+  let lines = inputLines(from: input)
+  if !text.isEmpty { pipe.write(text) }
+  try pipe.fileHandleForWriting.close()
+  let received = try await readToEnd(lines)
+  expectOwnThread(input, sourceLocation: sourceLocation)
+  return received
+}
+
+/// `lines` read to their end, within a deadline that names the likely cause.
+private func readToEnd(_ lines: AsyncStream<String>) async throws -> [String] {
+  try await withDeadline(
+    .seconds(2), "reading inputLines(from:) to its end",
+    hint: "the stream never finishes: at end of file (an empty read) call finish()"
+  ) {
+    await all(lines)
+  }
+}
+
 @Suite("8.4 Input lines")
 struct InputLinesTests {
   @Test("Yields every line without its newline, and finishes at end of input")
   func linesThenEnd() async throws {
-    let pipe = Pipe()
-    let input = ProbedInput(pipe)
-    let lines = inputLines(from: input)
-
-    pipe.write("hello\nsecond line\n\nlast\n")
-    try pipe.fileHandleForWriting.close()
-
-    let received = try await withDeadline(
-      .seconds(2), "reading inputLines(from:) to its end",
-      hint: "the stream never finishes: at end of file (an empty read) call finish()"
-    ) {
-      await all(lines)
-    }
-    expectOwnThread(input)
+    let received = try await linesRead(from: "hello\nsecond line\n\nlast\n")
     #expect(
       received == ["hello", "second line", "", "last"],
       "each line, without its newline: an empty line is a line too")
@@ -45,20 +57,7 @@ struct InputLinesTests {
 
   @Test("A last line without a newline still counts")
   func unfinishedLastLine() async throws {
-    let pipe = Pipe()
-    let input = ProbedInput(pipe)
-    let lines = inputLines(from: input)
-
-    pipe.write("first\nno newline")
-    try pipe.fileHandleForWriting.close()
-
-    let received = try await withDeadline(
-      .seconds(2), "reading inputLines(from:) to its end",
-      hint: "the stream never finishes: at end of file (an empty read) call finish()"
-    ) {
-      await all(lines)
-    }
-    expectOwnThread(input)
+    let received = try await linesRead(from: "first\nno newline")
     #expect(
       received == ["first", "no newline"],
       Comment(
@@ -69,20 +68,7 @@ struct InputLinesTests {
 
   @Test("\\r\\n line endings lose the \\r")
   func windowsLineEndings() async throws {
-    let pipe = Pipe()
-    let input = ProbedInput(pipe)
-    let lines = inputLines(from: input)
-
-    pipe.write("from windows\r\nand more\r\n")
-    try pipe.fileHandleForWriting.close()
-
-    let received = try await withDeadline(
-      .seconds(2), "reading inputLines(from:) to its end",
-      hint: "the stream never finishes: at end of file (an empty read) call finish()"
-    ) {
-      await all(lines)
-    }
-    expectOwnThread(input)
+    let received = try await linesRead(from: "from windows\r\nand more\r\n")
     #expect(
       received == ["from windows", "and more"],
       "a line ending \"\\r\\n\" must lose its \"\\r\" too")
@@ -90,18 +76,7 @@ struct InputLinesTests {
 
   @Test("Empty input finishes at once")
   func emptyInput() async throws {
-    let pipe = Pipe()
-    let input = ProbedInput(pipe)
-    let lines = inputLines(from: input)
-    try pipe.fileHandleForWriting.close()
-
-    let received = try await withDeadline(
-      .seconds(2), "reading inputLines(from:) to its end",
-      hint: "the stream never finishes: at end of file (an empty read) call finish()"
-    ) {
-      await all(lines)
-    }
-    expectOwnThread(input)
+    let received = try await linesRead(from: "")
     #expect(received.isEmpty, "empty input has no lines, not one empty line")
   }
 
@@ -142,12 +117,7 @@ struct InputLinesTests {
     pipe.write("ld\n")
     try pipe.fileHandleForWriting.close()
 
-    let received = try await withDeadline(
-      .seconds(2), "reading inputLines(from:) to its end",
-      hint: "the stream never finishes: at end of file (an empty read) call finish()"
-    ) {
-      await all(lines)
-    }
+    let received = try await readToEnd(lines)
     expectOwnThread(input)
     #expect(
       received == ["hello", "world"],

@@ -232,6 +232,7 @@ public struct Grader: Sendable {
       timeout: options.timeout, longTests: options.longTests)
     let seconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
     var grade = Classifier.grade(run, context(chapter, exercise))
+    grade = forbidding(chapter, exercise, grade)
     if run.outcome.omittedBytes > 0 {
       let printed = OutputCapture.describe(bytes: run.outcome.totalBytes)
       let kept = OutputCapture.describe(bytes: OutputCapture.defaultLimit)
@@ -242,6 +243,24 @@ public struct Grader: Sendable {
     var timedOut = false
     if case .timedOut = run.outcome.termination { timedOut = true }
     return (grade, seconds, timedOut)
+  }
+
+  /// `grade`, failed if the exercise's file uses a construct its chapter forbids: passing
+  /// tests do not count when the compiler's checks were switched off to get there. A crash
+  /// or a hang keeps its verdict, with the construct named under it.
+  func forbidding(_ chapter: Chapter, _ exercise: Exercise, _ grade: Grade) -> Grade {
+    guard let forbidden = chapter.forbidden, !forbidden.isEmpty else { return grade }
+    let file = chapter.sourcePath(exercise, source: options.source)
+    guard
+      let source = try? String(
+        contentsOf: options.root.appendingPathComponent(file), encoding: .utf8)
+    else { return grade }
+    let uses = ForbiddenConstructScanner.uses(of: forbidden, in: source)
+    guard !uses.isEmpty else { return grade }
+    var grade = grade
+    grade.details.insert(contentsOf: ForbiddenConstructScanner.details(uses, file: file), at: 0)
+    if grade.verdict != .crashed && grade.verdict != .neverResumed { grade.verdict = .failed }
+    return grade
   }
 
   func context(_ chapter: Chapter, _ exercise: Exercise) -> GradingContext {
@@ -261,6 +280,6 @@ public struct Grader: Sendable {
       id: exercise.id, name: exercise.name,
       file: chapter.sourcePath(exercise, source: options.source),
       verdict: grade.verdict, details: grade.details,
-      hint: grade.verdict == .passed ? nil : hintCommand(exercise))
+      hint: grade.verdict == .passed ? nil : hintCommand(exercise), challenge: exercise.challenge)
   }
 }

@@ -40,10 +40,13 @@ public struct Chapter: Codable, Sendable, Equatable {
   public var title: String
   public var doc: String?
   public var exercises: [Exercise]
+  /// Constructs that learner files of this chapter may not use (an exercise whose file uses
+  /// one grades "failed"); absent for most chapters.
+  public var forbidden: [ForbiddenConstruct]?
 
   public init(
     number: Int, folder: String, module: String, title: String, doc: String? = nil,
-    exercises: [Exercise]
+    exercises: [Exercise], forbidden: [ForbiddenConstruct]? = nil
   ) {
     self.number = number
     self.folder = folder
@@ -51,6 +54,7 @@ public struct Chapter: Codable, Sendable, Equatable {
     self.title = title
     self.doc = doc
     self.exercises = exercises
+    self.forbidden = forbidden
   }
 
   /// The test target's name, which is also the first component of every test id.
@@ -79,11 +83,13 @@ public struct Exercise: Codable, Sendable, Equatable {
   public var mistakes: [Mistake]
   /// Correct answers in another style: each must pass (`workbook mistakes`).
   public var alternatives: [Alternative]
+  /// True for a chapter's challenge: realistic legacy code, the task without steps.
+  public var challenge: Bool
 
   public init(
     id: String, name: String, file: String, suite: String, starterVerdict: String = "not started",
     starterDigest: String = "", hints: [String] = [], tests: String? = nil,
-    mistakes: [Mistake] = [], alternatives: [Alternative] = []
+    mistakes: [Mistake] = [], alternatives: [Alternative] = [], challenge: Bool = false
   ) {
     self.id = id
     self.name = name
@@ -95,11 +101,12 @@ public struct Exercise: Codable, Sendable, Equatable {
     self.tests = tests
     self.mistakes = mistakes
     self.alternatives = alternatives
+    self.challenge = challenge
   }
 
   enum CodingKeys: String, CodingKey {
     case id, name, file, suite, starterVerdict, starterDigest, hints, tests, mistakes
-    case alternatives
+    case alternatives, challenge
   }
 
   public init(from decoder: any Decoder) throws {
@@ -114,6 +121,7 @@ public struct Exercise: Codable, Sendable, Equatable {
     tests = try container.decodeIfPresent(String.self, forKey: .tests)
     mistakes = try container.decodeIfPresent([Mistake].self, forKey: .mistakes) ?? []
     alternatives = try container.decodeIfPresent([Alternative].self, forKey: .alternatives) ?? []
+    challenge = try container.decodeIfPresent(Bool.self, forKey: .challenge) ?? false
   }
 
   /// The test file name: `tests` if given, else `<file stem>Tests.swift`.

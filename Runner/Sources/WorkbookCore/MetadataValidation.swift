@@ -63,6 +63,23 @@ public enum MetadataValidator {
         problems.append(
           "chapter \(chapter.number): folder \(chapter.folder) does not start with its number")
       }
+      // A challenge gathers the chapter's patterns, so it comes last.
+      let challenges = chapter.exercises.filter(\.challenge).map(\.id)
+      if challenges.count > 1 {
+        problems.append(
+          "chapter \(chapter.number): \(challenges.count) challenges "
+            + "(\(challenges.joined(separator: ", "))); a chapter has at most one")
+      } else if let challenge = challenges.first, chapter.exercises.last?.id != challenge {
+        problems.append(
+          "chapter \(chapter.number): challenge \(challenge) is not the chapter's last exercise")
+      }
+      for construct in chapter.forbidden ?? []
+      where construct.construct.trimmingCharacters(in: .whitespaces).isEmpty
+        || construct.why.trimmingCharacters(in: .whitespaces).isEmpty
+      {
+        problems.append(
+          "chapter \(chapter.number): a forbidden construct needs both `construct` and `why`")
+      }
     }
     problems.append(
       contentsOf: duplicates(workbook.chapters.map { String($0.number) }, "chapter number"))

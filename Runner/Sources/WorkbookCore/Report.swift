@@ -10,9 +10,12 @@ public struct ExerciseReport: Sendable, Equatable, Codable {
   public var details: [String]
   /// The command that shows the next hint; `null` for a passed exercise.
   public var hint: String?
+  /// True for a chapter's challenge exercise (encoded only when true).
+  public var challenge: Bool
 
   public init(
-    id: String, name: String, file: String, verdict: Verdict, details: [String], hint: String?
+    id: String, name: String, file: String, verdict: Verdict, details: [String], hint: String?,
+    challenge: Bool = false
   ) {
     self.id = id
     self.name = name
@@ -20,6 +23,25 @@ public struct ExerciseReport: Sendable, Equatable, Codable {
     self.verdict = verdict
     self.details = details
     self.hint = hint
+    self.challenge = challenge
+  }
+
+  /// The name as listed: a challenge says so.
+  public var displayName: String { challenge ? "\(name) (challenge)" : name }
+
+  enum CodingKeys: String, CodingKey {
+    case id, name, file, verdict, details, hint, challenge
+  }
+
+  public init(from decoder: any Decoder) throws {
+    let container = try decoder.container(keyedBy: CodingKeys.self)
+    id = try container.decode(String.self, forKey: .id)
+    name = try container.decode(String.self, forKey: .name)
+    file = try container.decode(String.self, forKey: .file)
+    verdict = try container.decode(Verdict.self, forKey: .verdict)
+    details = try container.decode([String].self, forKey: .details)
+    hint = try container.decodeIfPresent(String.self, forKey: .hint)
+    challenge = try container.decodeIfPresent(Bool.self, forKey: .challenge) ?? false
   }
 
   public func encode(to encoder: any Encoder) throws {
@@ -30,6 +52,7 @@ public struct ExerciseReport: Sendable, Equatable, Codable {
     try container.encode(verdict, forKey: .verdict)
     try container.encode(details, forKey: .details)
     try container.encode(hint, forKey: .hint)  // explicit null keeps the schema stable
+    if challenge { try container.encode(challenge, forKey: .challenge) }
   }
 }
 

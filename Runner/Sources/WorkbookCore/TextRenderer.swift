@@ -22,10 +22,10 @@ public struct TextRenderer: Sendable {
     var lines = [terminal.paint("Chapter \(chapter.number) · \(chapter.title)", .bold)]
     for note in chapter.notes { lines.append("    " + note) }
     let idWidth = chapter.exercises.map(\.id.count).max() ?? 0
-    let nameWidth = chapter.exercises.map(\.name.count).max() ?? 0
+    let nameWidth = chapter.exercises.map(\.displayName.count).max() ?? 0
     for exercise in chapter.exercises {
       let id = exercise.id.padding(toLength: idWidth, withPad: " ", startingAt: 0)
-      let name = exercise.name.padding(toLength: nameWidth, withPad: " ", startingAt: 0)
+      let name = exercise.displayName.padding(toLength: nameWidth, withPad: " ", startingAt: 0)
       let verdict = exercise.verdict
       lines.append(
         "  \(terminal.paint(verdict.symbol, for: verdict)) \(id)  \(name)  "

@@ -248,8 +248,10 @@ final class Launched: @unchecked Sendable {
   init(_ binary: URL, _ arguments: [String], root: URL = RobustnessTests.work) throws {
     folder = try Fixtures.temporaryFolder()
     marker = root.path
-    FileManager.default.createFile(atPath: folder.appendingPathComponent("out").path, contents: nil)
-    FileManager.default.createFile(atPath: folder.appendingPathComponent("err").path, contents: nil)
+    _ = FileManager.default.createFile(
+      atPath: folder.appendingPathComponent("out").path, contents: nil)
+    _ = FileManager.default.createFile(
+      atPath: folder.appendingPathComponent("err").path, contents: nil)
     process.executableURL = binary
     process.arguments = arguments + ["--root", root.path]
     process.currentDirectoryURL = root

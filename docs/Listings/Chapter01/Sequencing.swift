@@ -1,5 +1,5 @@
-// Chapter 1, exercise 1.4: one bridge per callback, errors translated, then straight-line
-// code. A made-up profile service stands in for the exercise's image downloader.
+// Chapter 1, exercise 1.4: sequencing in async code is the order of the lines. A made-up
+// profile service, not the exercise's image downloader.
 import Foundation
 import LegacyKit
 
@@ -26,9 +26,7 @@ final class ProfileService: @unchecked Sendable {
 func fetchUser(id: Int, from service: ProfileService) async throws -> User {
   try await withCheckedThrowingContinuation { continuation in
     service.fetchUser(id: id) { result in
-      // listing: map-error
       continuation.resume(with: result.mapError { _ in StepError.firstStepFailed })
-      // listing: end
     }
   }
 }

@@ -30,9 +30,7 @@ func planTripInTurn(forecasts: ForecastService, roads: RoadService) async throws
 }
 
 func planTrip(forecasts: ForecastService, roads: RoadService) async throws {
-  // listing: async-let
   async let weather = forecasts.forecast(for: "Porto")  // a child task, running from here
   async let traffic = roads.report(for: "A1")  // running from here, too
   show(try await weather, try await traffic)  // waits as long as the slower one
-  // listing: end
 }

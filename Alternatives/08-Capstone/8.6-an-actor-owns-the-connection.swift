@@ -1,0 +1,243 @@
+import ChatKit
+import Dispatch
+import Foundation
+
+/// How a chat client tries again after the server went away.
+public struct ReconnectPolicy: Sendable {
+  /// How many connects to try, after a loss, before giving up.
+  public var attempts: Int
+  /// The wait before the first try; each failed try doubles it. Every loss starts again
+  /// from here.
+  public var firstDelay: Duration
+
+  public init(attempts: Int = 5, firstDelay: Duration = .seconds(1)) {
+    self.attempts = attempts
+    self.firstDelay = firstDelay
+  }
+}
+
+/// Why a reconnecting chat stopped before its input ended.
+public enum ReconnectError: Error, Equatable {
+  /// The server stayed away for every attempt the policy allowed.
+  case gaveUp
+}
+
+// MARK: - The legacy client (the app still ships it; read it, leave it as it is)
+
+/// The chat client the app ships today: it joins, prints what others say, sends what the
+/// user types, and when the server goes away it says so and tries again, waiting twice as
+/// long after each failed try. A line typed while there is no connection is reported, not
+/// sent.
+///
+/// Its state machine is spread over five callbacks on one queue. Nothing can cancel it as a
+/// whole: `stop()` must be called, and a timer armed before it still fires (and checks
+/// `stopped`). The waits are real time, so a test of three failed tries waits seven
+/// seconds. And nobody can `await` it: giving up is one more callback.
+final class LegacyReconnectingChat: ChatConnectionDelegate, @unchecked Sendable {
+  // @unchecked: every `var` below belongs to `queue`, which also runs the callbacks.
+  private let queue = DispatchQueue(label: "LegacyReconnectingChat")
+  private let name: String
+  private let port: UInt16
+  private let policy: ReconnectPolicy
+  private let output: @Sendable (String) -> Void
+  private var connection: ChatConnection?
+  private var connected = false
+  private var stopped = false
+  private var failures = 0
+  private var delay: Duration
+  /// Called on `queue` when the policy's attempts are used up.
+  var onGiveUp: (@Sendable () -> Void)?
+
+  init(
+    name: String, port: UInt16, policy: ReconnectPolicy,
+    output: @escaping @Sendable (String) -> Void
+  ) {
+    self.name = name
+    self.port = port
+    self.policy = policy
+    self.output = output
+    delay = policy.firstDelay
+  }
+
+  /// Joins; `completion` gets nil once joined, or the first connect's error.
+  func start(completion: @escaping @Sendable (Error?) -> Void) {
+    queue.async { self.open(completion) }
+  }
+
+  /// Sends `line`, or reports it as not sent.
+  func say(_ line: String) {
+    queue.async {
+      guard self.connected, let connection = self.connection else {
+        self.output("! not sent: \(line)")
+        return
+      }
+      connection.send(line) { error in
+        if error != nil { self.output("! not sent: \(line)") }
+      }
+    }
+  }
+
+  /// Hangs up, and stops trying.
+  func stop() {
+    queue.async {
+      self.stopped = true
+      self.connection?.disconnect()
+    }
+  }
+
+  func chatConnection(_ connection: ChatConnection, didReceive line: String) {
+    output(line)
+  }
+
+  func chatConnection(_ connection: ChatConnection, didDisconnectWithError error: Error?) {
+    connected = false
+    guard error != nil, !stopped else { return }
+    output("* connection lost")
+    failures = 0
+    delay = policy.firstDelay
+    retryLater()
+  }
+
+  private func open(_ completion: @escaping @Sendable (Error?) -> Void) {
+    let connection = ChatConnection(callbackQueue: queue)
+    connection.delegate = self  // before connecting: lines come with the welcome
+    self.connection = connection
+    connection.connect(port: port, name: name) { error in
+      self.connected = error == nil
+      completion(error)
+    }
+  }
+
+  private func retryLater() {
+    guard failures < policy.attempts else {
+      onGiveUp?()
+      return
+    }
+    failures += 1
+    let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
+    queue.asyncAfter(deadline: .now() + seconds) {
+      guard !self.stopped else { return }
+      self.open { error in
+        if error == nil {
+          self.output("* reconnected")
+        } else {
+          self.delay *= 2
+          self.retryLater()
+        }
+      }
+    }
+  }
+}
+
+// MARK: - The function you write
+
+/// The legacy client's behaviour as one async call: joins the chat as `name`, prints every
+/// line the server sends to `output`, and sends every line of `input`.
+///
+/// When the server goes away it prints `* connection lost`, then tries to connect again:
+/// it waits `policy.firstDelay` on `clock`, and twice as long after each failed try; once
+/// back it prints `* reconnected` and goes on. A line that cannot be sent (no connection)
+/// is reported as `! not sent: LINE`. Returns at the end of the input, after hanging up;
+/// throws the first connect's error at once, and ``ReconnectError/gaveUp`` when every try
+/// failed. Cancelling it hangs up; no task it starts outlives it.
+public func runReconnectingChat(
+  name: String, input: AsyncStream<String>, output: @escaping @Sendable (String) -> Void,
+  host: String = "127.0.0.1", port: UInt16, policy: ReconnectPolicy = ReconnectPolicy(),
+  clock: any Clock<Duration> = ContinuousClock()
+) async throws {
+  let session = Session()
+  try await session.open(host: host, port: port, name: name)
+  try await withThrowingTaskGroup(of: Void.self) { group in
+    group.addTask {
+      for await line in input {
+        if await !session.send(line) { output("! not sent: \(line)") }
+      }
+    }
+    group.addTask {
+      while true {
+        do {
+          try await session.printIncoming(to: output)
+          return
+        } catch {}
+        output("* connection lost")
+        try await reconnect(session, host: host, port: port, name: name, policy, clock)
+        output("* reconnected")
+      }
+    }
+    defer { group.cancelAll() }
+    try await group.next()
+    await session.hangUp()
+  }
+}
+
+/// Up to `policy.attempts` connects, each after a wait that doubles; throws
+/// ``ReconnectError/gaveUp`` when none of them worked.
+private func reconnect(
+  _ session: Session, host: String, port: UInt16, name: String, _ policy: ReconnectPolicy,
+  _ clock: any Clock<Duration>
+) async throws {
+  for attempt in 0..<policy.attempts {
+    try await clock.sleep(for: policy.firstDelay * (1 << attempt))
+    do {
+      try await session.open(host: host, port: port, name: name)
+      return
+    } catch is CancellationError {
+      throw CancellationError()
+    } catch {
+      continue  // nobody listens yet
+    }
+  }
+  throw ReconnectError.gaveUp
+}
+
+/// The connection of the moment and its incoming lines, owned by an actor.
+private actor Session {
+  private var connection: ChatConnection?
+  private var lines: AsyncThrowingStream<String, any Error>?
+
+  /// Connects a new connection, subscribed before it connects; keeps it only once joined.
+  func open(host: String, port: UInt16, name: String) async throws {
+    connection = nil
+    let fresh = ChatConnection()
+    let incoming = fresh.incomingLines()
+    try await fresh.connect(to: host, port: port, as: name)
+    connection = fresh
+    lines = incoming
+  }
+
+  /// Sends on the connection of the moment; false when it could not.
+  func send(_ line: String) async -> Bool {
+    guard let connection else { return false }
+    do {
+      try await connection.send(line)
+      return true
+    } catch {
+      return false
+    }
+  }
+
+  /// Prints the current connection's lines until it ends; throws when the server went away.
+  nonisolated func printIncoming(to output: @escaping @Sendable (String) -> Void) async throws {
+    guard let lines = await takeLines() else { return }
+    do {
+      for try await line in lines { output(line) }
+    } catch {
+      await lost()
+      throw error
+    }
+  }
+
+  private func takeLines() -> AsyncThrowingStream<String, any Error>? {
+    defer { lines = nil }
+    return lines
+  }
+
+  private func lost() {
+    connection = nil
+  }
+
+  func hangUp() {
+    connection?.disconnect()
+    connection = nil
+  }
+}

@@ -1,0 +1,207 @@
+import Foundation
+
+/// One measurement of a ``VibrationSensor``.
+public struct Vibration: Equatable, Sendable, CustomStringConvertible {
+  /// 1 for the sensor's first reading, counting on across stops and restarts.
+  public let number: Int
+  /// How strongly the machine shook, in mm/s.
+  public let amplitude: Double
+
+  public init(number: Int, amplitude: Double) {
+    self.number = number
+    self.amplitude = amplitude
+  }
+
+  public var description: String { "reading #\(number)" }
+}
+
+/// Why a ``VibrationSensor`` stopped on its own.
+public enum SensorStop: Sendable {
+  /// The measuring session is over: no more readings will come.
+  case finished
+  /// The sensor dropped out (a radio hiccup, a power-saving nap). Calling
+  /// ``VibrationSensor/start()`` again goes on measuring where it stopped.
+  case interrupted
+  /// The sensor broke down.
+  case failed(Error)
+}
+
+/// What a ``VibrationSensor`` tells the object that listens to it.
+public protocol VibrationSensorDelegate: AnyObject {
+  /// A new reading, on the sensor's own queue.
+  func sensor(_ sensor: VibrationSensor, didMeasure reading: Vibration)
+  /// The sensor stopped on its own (never after ``VibrationSensor/stop()``).
+  func sensor(_ sensor: VibrationSensor, didStop reason: SensorStop)
+}
+
+/// A vibration sensor bolted to a machine, with a delegate SDK in the style of the classic
+/// hardware frameworks.
+///
+/// ``start()`` starts measuring: readings arrive one by one, on the sensor's own serial
+/// queue, every `interval`. ``stop()`` stops it. The sensor has hardware flow control:
+/// ``pause()`` holds back the readings (none is lost; they come after ``resume()``), which
+/// is how an app that cannot keep up tells the sensor to wait. A pause survives a restart.
+///
+/// What each start does comes from a script of runs: so many readings, then the run ends
+/// finished, interrupted (start again to go on) or failed. Everything is counted, so a test
+/// can see whether the sensor is running, paused, how many readings it has sent, and how
+/// often it was started, stopped and paused. Thread-safe. The delegate is held weakly.
+public final class VibrationSensor: @unchecked Sendable {
+  /// What one ``start()`` does.
+  public struct Run: Sendable {
+    /// How many readings it sends.
+    public var readings: Int
+    /// How it ends after them.
+    public var end: SensorStop
+
+    public init(readings: Int, then end: SensorStop) {
+      self.readings = readings
+      self.end = end
+    }
+  }
+
+  /// The amplitude of reading `number`: the same every time, so tests can check it.
+  public static func amplitude(of number: Int) -> Double {
+    Double(number % 17) / 4
+  }
+
+  /// Held weakly, like every delegate of this era.
+  public var delegate: VibrationSensorDelegate? {
+    get { locked { storedDelegate } }
+    set { locked { storedDelegate = newValue } }
+  }
+
+  private let runs: [Run]
+  private let interval: Duration
+  private let measuresInsideStart: Bool
+  private let queue = DispatchQueue(label: "VibrationSensor")
+  private let lock = NSLock()
+  private weak var storedDelegate: VibrationSensorDelegate?
+  private var running = false
+  private var paused = false
+  private var generation = 0
+  private var runIndex = 0
+  private var left = 0
+  private var sent = 0
+  private var startCount = 0
+  private var stopCount = 0
+  private var pauseCount = 0
+
+  /// - Parameters:
+  ///   - runs: What each start does, in order; starts past the end repeat the last run.
+  ///   - interval: The time between two readings.
+  ///   - measuresInsideStart: Whether a run's first reading is sent inside ``start()``, on
+  ///     the caller's thread, before it returns (the sensor had it ready).
+  public init(
+    runs: [Run], interval: Duration = .milliseconds(1), measuresInsideStart: Bool = false
+  ) {
+    precondition(!runs.isEmpty, "a sensor needs at least one run")
+    self.runs = runs
+    self.interval = interval
+    self.measuresInsideStart = measuresInsideStart
+  }
+
+  /// Whether the sensor is measuring (paused or not).
+  public var isRunning: Bool { locked { running } }
+  /// Whether ``pause()`` is holding back the readings.
+  public var isPaused: Bool { locked { paused } }
+  /// How many readings the sensor has sent to its delegate.
+  public var readingsSent: Int { locked { sent } }
+  /// How many times ``start()`` has started a run.
+  public var starts: Int { locked { startCount } }
+  /// How many times ``stop()`` has been called.
+  public var stops: Int { locked { stopCount } }
+  /// How many times ``pause()`` has paused the sensor.
+  public var pauses: Int { locked { pauseCount } }
+
+  /// Starts measuring: the next run of the script. Does nothing if the sensor is running.
+  public func start() {
+    let started: Int? = locked {
+      guard !running else { return nil }
+      running = true
+      startCount += 1
+      generation += 1
+      left = runs[min(runIndex, runs.count - 1)].readings
+      runIndex += 1
+      return generation
+    }
+    guard let generation = started else { return }
+    if measuresInsideStart {
+      tick(generation, scheduleNext: false)
+    }
+    schedule(generation)
+  }
+
+  /// Stops measuring. No reading and no `didStop` comes after this returns, unless a
+  /// reading was already being delivered on the sensor's queue.
+  public func stop() {
+    locked {
+      stopCount += 1
+      running = false
+      generation += 1
+    }
+  }
+
+  /// Holds back the readings until ``resume()``. None is lost.
+  public func pause() {
+    locked {
+      guard !paused else { return }
+      paused = true
+      pauseCount += 1
+    }
+  }
+
+  /// Sends the readings held back by ``pause()``, and goes on measuring.
+  public func resume() {
+    let resumed: Int? = locked {
+      guard paused else { return nil }
+      paused = false
+      guard running else { return nil }
+      generation += 1
+      return generation
+    }
+    if let generation = resumed { schedule(generation) }
+  }
+
+  private func schedule(_ generation: Int) {
+    if interval <= .zero {
+      queue.async { self.tick(generation) }
+    } else {
+      queue.asyncAfter(deadline: .now() + interval.timeInterval) { self.tick(generation) }
+    }
+  }
+
+  private enum Step {
+    case measure(Vibration)
+    case end(SensorStop)
+  }
+
+  private func tick(_ generation: Int, scheduleNext: Bool = true) {
+    let step: Step? = locked {
+      guard running, !paused, generation == self.generation else { return nil }
+      if left > 0 {
+        left -= 1
+        sent += 1
+        return .measure(Vibration(number: sent, amplitude: Self.amplitude(of: sent)))
+      }
+      running = false
+      self.generation += 1
+      return .end(runs[min(runIndex - 1, runs.count - 1)].end)
+    }
+    switch step {
+    case .measure(let reading)?:
+      delegate?.sensor(self, didMeasure: reading)
+      if scheduleNext { schedule(generation) }
+    case .end(let reason)?:
+      delegate?.sensor(self, didStop: reason)
+    case nil:
+      break
+    }
+  }
+
+  private func locked<T>(_ body: () throws -> T) rethrows -> T {
+    lock.lock()
+    defer { lock.unlock() }
+    return try body()
+  }
+}

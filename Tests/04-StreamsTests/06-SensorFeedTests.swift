@@ -1,0 +1,221 @@
+import LegacyKit
+import Testing
+import WorkbookTesting
+
+@testable import Streams
+
+private struct SensorFault: Error, Equatable {}
+
+private let endHint =
+  "the sequence never ended: the sensor's didStop with .finished must finish the stream "
+  + "(continuation.finish()), and is your delegate still alive? The sensor holds it weakly, "
+  + "so something that lives as long as the stream (its onTermination closure) must hold it"
+private let pausedForGood =
+  "the sensor was paused and never resumed: once the caller has read half of the waiting "
+  + "readings, resume() the sensor (an AsyncThrowingStream never tells its producer that a "
+  + "value was read, so the sequence's iterator must)"
+private let restartHint =
+  "a sensor that stops with .interrupted has only dropped out: start() it again and go on; "
+  + "the sequence ends only with .finished or .failed"
+private let stopHint =
+  "the sensor was still running after the loop ended: stop it in the continuation's "
+  + "onTermination, however the stream ends (a break, a cancelled task and a dropped "
+  + "stream end it as .cancelled, not .finished)"
+
+/// Reads the whole sequence, or `limit` readings of it, within the deadline.
+private func read(
+  _ sensor: VibrationSensor, capacity: Int = 64, limit: Int = .max, hint: String = endHint
+) async throws -> [Vibration] {
+  try await withDeadline(.seconds(2), "for try await reading in vibrations(…)", hint: hint) {
+    var readings: [Vibration] = []
+    for try await reading in vibrations(from: sensor, capacity: capacity) {
+      readings.append(reading)
+      if readings.count == limit { break }
+    }
+    return readings
+  }
+}
+
+private func numbers(_ readings: [Vibration]) -> [Int] { readings.map(\.number) }
+
+@Suite("4.6 Sensor feed (challenge)")
+struct SensorFeedTests {
+  @Test(
+    "Every reading arrives in order, and the sequence ends with the session",
+    arguments: [false, true])
+  func readsToTheEnd(measuresInsideStart: Bool) async throws {
+    let sensor = VibrationSensor(
+      runs: [.init(readings: 20, then: .finished)], measuresInsideStart: measuresInsideStart)
+
+    let readings = try await read(sensor)
+
+    #expect(
+      numbers(readings) == Array(1...20),
+      """
+      expected readings #1 to #20 in order; got \(numbers(readings)). \
+      \(measuresInsideStart ? "This sensor sends its first reading inside start(): set the delegate (and onTermination) before you call start()." : "")
+      """)
+    #expect(readings.allSatisfy { $0.amplitude == VibrationSensor.amplitude(of: $0.number) })
+    #expect(!sensor.isRunning)
+  }
+
+  @Test("A sensor that breaks down ends the sequence with its error, after the readings before it")
+  func failure() async throws {
+    let sensor = VibrationSensor(runs: [.init(readings: 5, then: .failed(SensorFault()))])
+    let received = Locked<[Int]>([])
+
+    await #expect(
+      throws: SensorFault.self,
+      "a failed sensor must end the sequence by throwing its error: continuation.finish(throwing: error)"
+    ) {
+      try await withDeadline(.seconds(2), "for try await reading in vibrations(…)", hint: endHint) {
+        for try await reading in vibrations(from: sensor, capacity: 64) {
+          received.withLock { $0.append(reading.number) }
+        }
+      }
+    }
+    #expect(received.value == Array(1...5))
+  }
+
+  @Test("A sensor that drops out is started again, and the readings go on")
+  func restartsAfterADropOut() async throws {
+    let sensor = VibrationSensor(runs: [
+      .init(readings: 10, then: .interrupted), .init(readings: 10, then: .interrupted),
+      .init(readings: 10, then: .finished),
+    ])
+
+    let readings = try await read(sensor, hint: restartHint)
+
+    #expect(
+      numbers(readings) == Array(1...30),
+      "\(restartHint); got readings \(numbers(readings))")
+    #expect(sensor.starts == 3, "\(restartHint)")
+  }
+
+  @Test("A slow reader pauses a fast sensor: nothing waits beyond capacity, and nothing is lost")
+  func backPressure() async throws {
+    // This sensor sends as fast as its queue runs; the reader takes its time.
+    let sensor = VibrationSensor(runs: [.init(readings: 150, then: .finished)], interval: .zero)
+    let capacity = 6
+
+    let (readings, mostAhead, lateResume) = try await withDeadline(
+      .seconds(2), "for try await reading in vibrations(…)", hint: pausedForGood
+    ) {
+      var readings: [Vibration] = []
+      var mostAhead = 0
+      var lateResume: Int?
+      for try await reading in vibrations(from: sensor, capacity: capacity) {
+        readings.append(reading)
+        // Paused first, sent second: a sensor paused again after its resume has sent at
+        // least capacity readings since, so "paused with half or less waiting" means it
+        // was not resumed when the reader got down to half.
+        let paused = sensor.isPaused
+        // Readings the sensor has sent that the reader has not read yet.
+        let ahead = sensor.readingsSent - readings.count
+        mostAhead = max(mostAhead, ahead)
+        if paused && ahead <= capacity / 2 && lateResume == nil { lateResume = ahead }
+        if readings.count.isMultiple(of: 10) { try await Task.sleep(for: .milliseconds(2)) }
+        await Task.yield()
+      }
+      return (readings, mostAhead, lateResume)
+    }
+
+    let lost = Set(1...150).subtracting(numbers(readings)).sorted()
+    #expect(
+      lost.isEmpty,
+      """
+      \(lost.count) readings were lost (\(lost.prefix(5).map { "#\($0)" }.joined(separator: ", "))…): \
+      a full buffer must pause the sensor, not drop readings; no buffering policy that drops \
+      values will do
+      """)
+    #expect(numbers(readings) == numbers(readings).sorted(), "the readings came out of order")
+    #expect(
+      mostAhead <= capacity,
+      """
+      up to \(mostAhead) readings waited unread with a capacity of \(capacity): more than \
+      capacity readings waited unread; pause() the sensor as soon as capacity readings wait
+      """)
+    #expect(sensor.pauses >= 1)
+    #expect(
+      lateResume == nil,
+      """
+      the sensor was still paused with only \(lateResume ?? 0) readings waiting (capacity \
+      \(capacity)): resume it once the reader has read half of them, when no more than \
+      capacity / 2 wait, not later
+      """)
+  }
+
+  @Test("A sensor that drops out while paused goes on, paused, and no reading is lost")
+  func restartUnderPressure() async throws {
+    let sensor = VibrationSensor(
+      runs: [.init(readings: 40, then: .interrupted), .init(readings: 40, then: .finished)],
+      interval: .zero)
+
+    let readings = try await withDeadline(
+      .seconds(2), "for try await reading in vibrations(…)", hint: pausedForGood
+    ) {
+      var readings: [Vibration] = []
+      for try await reading in vibrations(from: sensor, capacity: 4) {
+        readings.append(reading)
+        if readings.count.isMultiple(of: 8) { try await Task.sleep(for: .milliseconds(2)) }
+      }
+      return readings
+    }
+
+    #expect(numbers(readings) == Array(1...80), "\(restartHint); got \(numbers(readings))")
+  }
+
+  @Test("Breaking out of the loop stops the sensor")
+  func breakStops() async throws {
+    let sensor = VibrationSensor(runs: [.init(readings: 100_000, then: .finished)])
+
+    let readings = try await read(sensor, limit: 5)
+
+    #expect(numbers(readings) == Array(1...5))
+    #expect(await eventually(within: .seconds(1)) { !sensor.isRunning }, "\(stopHint)")
+  }
+
+  @Test("Cancelling the reading task stops the sensor")
+  func cancelStops() async throws {
+    let sensor = VibrationSensor(runs: [.init(readings: 100_000, then: .finished)])
+    let reader = Task {
+      var count = 0
+      for try await _ in vibrations(from: sensor, capacity: 64) { count += 1 }
+      return count
+    }
+    await eventually("the first readings to arrive") { sensor.readingsSent >= 3 }
+
+    reader.cancel()
+
+    _ = try await withDeadline(
+      .seconds(2), "a cancelled for try await loop over vibrations(…)",
+      hint: "a cancelled task must end the loop: " + stopHint
+    ) {
+      await reader.result
+    }
+    #expect(await eventually(within: .seconds(1)) { !sensor.isRunning }, "\(stopHint)")
+  }
+
+  @Test("A sequence dropped without being read stops the sensor")
+  func droppedStops() async throws {
+    let sensor = VibrationSensor(runs: [.init(readings: 100_000, then: .finished)])
+
+    _ = vibrations(from: sensor, capacity: 8)
+
+    #expect(await eventually(within: .seconds(1)) { !sensor.isRunning }, "\(stopHint)")
+  }
+
+  @Test("After one sequence has ended, a new one starts the same sensor again")
+  func restartsForANewSequence() async throws {
+    let sensor = VibrationSensor(runs: [.init(readings: 100_000, then: .finished)])
+
+    let first = try await read(sensor, limit: 3)
+    #expect(await eventually(within: .seconds(1)) { !sensor.isRunning }, "\(stopHint)")
+    let second = try await read(sensor, limit: 3)
+
+    #expect(first.count == 3)
+    #expect(second.count == 3, "the second sequence must start the sensor again")
+    #expect(sensor.starts == 2)
+    #expect(await eventually(within: .seconds(1)) { !sensor.isRunning }, "\(stopHint)")
+  }
+}

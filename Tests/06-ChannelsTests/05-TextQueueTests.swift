@@ -1,0 +1,381 @@
+import Synchronization
+import Testing
+import WorkbookTesting
+
+@testable import Channels
+
+private struct GatewayError: Error, Equatable {
+  var to: String
+}
+
+private func text(_ to: String) -> TextMessage {
+  TextMessage(to: to, body: "Your code for \(to)")
+}
+
+private func receipt(_ to: String) -> Receipt {
+  Receipt(to: to, id: "receipt-\(to)")
+}
+
+/// A gateway the tests drive: it records each send, with the time on the test's clock when
+/// it started; it fails the messages it is told to, and holds the ones it is told to until
+/// the test releases them.
+private final class FakeGateway: TextGateway {
+  private struct State {
+    var sent: [(to: String, at: Duration)] = []
+    var failing: Set<String> = []
+    var held: Set<String> = []
+    var waiting: [String: CheckedContinuation<Void, Never>] = [:]
+  }
+
+  private let clock: ManualClock
+  private let state = Mutex(State())
+
+  init(clock: ManualClock, failing: Set<String> = [], holding held: Set<String> = []) {
+    self.clock = clock
+    state.withLock { state in
+      state.failing = failing
+      state.held = held
+    }
+  }
+
+  func send(_ message: TextMessage) async throws -> Receipt {
+    let (hold, fail) = state.withLock { state in
+      state.sent.append((message.to, clock.now.offset))
+      return (state.held.contains(message.to), state.failing.contains(message.to))
+    }
+    if hold {
+      await withCheckedContinuation { continuation in
+        let released = state.withLock { state in
+          guard state.held.contains(message.to) else { return true }
+          state.waiting[message.to] = continuation
+          return false
+        }
+        if released { continuation.resume() }
+      }
+    }
+    if fail { throw GatewayError(to: message.to) }
+    return receipt(message.to)
+  }
+
+  /// Lets a held message's send return.
+  func release(_ to: String) {
+    let waiting = state.withLock { state in
+      state.held.remove(to)
+      return state.waiting.removeValue(forKey: to)
+    }
+    waiting?.resume()
+  }
+
+  /// Releases every held message.
+  func releaseAll() {
+    for to in state.withLock({ Array($0.held) }) { release(to) }
+  }
+
+  /// Who was sent to, in order.
+  var sent: [String] { state.withLock { $0.sent.map(\.to) } }
+
+  /// When each send started, on the test's clock, in order.
+  var startTimes: [Duration] { state.withLock { $0.sent.map(\.at) } }
+}
+
+/// A queue on a manual clock, its gateway, and its worker running.
+private struct Rig {
+  let clock = ManualClock()
+  let gateway: FakeGateway
+  let queue: TextQueue
+  let worker: Started<Void>
+  let submitters = SettlingExecutor()
+
+  init(
+    capacity: Int = 8, failing: Set<String> = [], holding held: Set<String> = []
+  ) {
+    gateway = FakeGateway(clock: clock, failing: failing, holding: held)
+    let queue = TextQueue(gateway: gateway, capacity: capacity, interval: .seconds(1), clock: clock)
+    self.queue = queue
+    worker = Started { await queue.run() }
+  }
+
+  /// Submits a text to `to`, and returns once the submitter waits for its receipt (or has
+  /// it): submitters started one after another are queued in that order.
+  func submit(_ to: String) async -> Started<Receipt> {
+    let queue = self.queue
+    return await Started.waiting(on: submitters, "submit(\(to))") {
+      try await queue.submit(text(to))
+    }
+  }
+
+  /// True once the worker sleeps on the queue's clock, within 2 seconds.
+  func workerSleeps() async -> Bool {
+    await eventually(within: .seconds(2)) { clock.sleeperCount >= 1 }
+  }
+
+  /// True once `count` sends have started, within 2 seconds.
+  func sends(_ count: Int) async -> Bool {
+    await eventually(within: .seconds(2)) { gateway.sent.count >= count }
+  }
+
+  /// Lets time pass, one interval after another, until `count` sends have started.
+  func letSend(_ count: Int) async {
+    for _ in 0..<count {
+      let (clock, gateway) = (self.clock, self.gateway)
+      _ = await eventually(within: .seconds(2)) {
+        gateway.sent.count >= count || clock.sleeperCount >= 1
+      }
+      guard gateway.sent.count < count, clock.sleeperCount >= 1 else { return }
+      clock.advance(by: .seconds(1))
+    }
+  }
+
+  /// Ends the test's queue: releases the gateway, closes the queue, cancels the worker.
+  func tearDown() {
+    gateway.releaseAll()
+    queue.close()
+    worker.cancel()
+  }
+}
+
+private let receiptHint =
+  "submit(_:) must return once run() has sent the message: run() takes the message from "
+  + "the stream, sends it, and resumes the submitter's continuation with the receipt"
+private let fullHint =
+  "a full queue must refuse a new message at once: with bufferingOldest(capacity), yield "
+  + "returns .dropped for a message that does not fit, and then submit(_:) throws "
+  + "TextQueueError.full (the stream drops it, so nobody else will resume it)"
+private let failedSendHint =
+  "a failed send must fail only its own message: catch the gateway's error for that "
+  + "message, resume its submitter with it, and go on with the next one"
+private let closeHint =
+  "after close(), run() must send what is queued and return: close() must finish the "
+  + "stream, so that run()'s loop ends once the stream is drained"
+private let cancelledHint =
+  "when the task running run() is cancelled, run() must return and fail every message "
+  + "still waiting with CancellationError; finish the stream and drain it, or those "
+  + "submitters wait forever (the legacy queue's bug)"
+
+@Suite("6.5 Text queue")
+struct TextQueueTests {
+  @Test("Sends a message at once and returns its receipt")
+  func sendsAndReturnsTheReceipt() async throws {
+    let rig = Rig()
+    defer { rig.tearDown() }
+
+    let ada = await rig.submit("ada")
+    let got = try await ada.value("submit(_:)", hint: receiptHint)
+
+    #expect(got == receipt("ada"), "submit(_:) must return the gateway's receipt")
+    #expect(
+      rig.gateway.startTimes == [.zero],
+      """
+      the first message must be sent at once, before any time has passed; the interval \
+      is between two sends
+      """)
+  }
+
+  @Test("Sends the messages in the order they came, at most one per interval")
+  func sendsInOrderOnePerInterval() async throws {
+    let rig = Rig()
+    defer { rig.tearDown() }
+
+    let ada = await rig.submit("ada")
+    _ = await rig.sends(1)
+    let grace = await rig.submit("grace")
+    let linus = await rig.submit("linus")
+
+    let slept = await rig.workerSleeps()
+    let sentAtOnce = rig.gateway.sent
+    #expect(
+      slept && sentAtOnce == ["ada"],
+      """
+      sent \(sentAtOnce) without waiting: after each send, run() must wait on the queue's \
+      clock (clock.sleep) until one interval has passed since that send started, so that \
+      at most one message per interval goes out
+      """)
+    await rig.letSend(3)
+    var receipts: [Receipt] = []
+    for (index, submitter) in [ada, grace, linus].enumerated() {
+      receipts.append(
+        try await submitter.value("submit(_:) of message \(index + 1)", hint: receiptHint))
+    }
+
+    #expect(
+      rig.gateway.sent == ["ada", "grace", "linus"],
+      "the messages must go out in the order they were submitted, first come, first served")
+    #expect(
+      receipts == [receipt("ada"), receipt("grace"), receipt("linus")],
+      "each submitter must get the receipt of its own message")
+    #expect(
+      rig.gateway.startTimes == [.zero, .seconds(1), .seconds(2)],
+      """
+      the sends started at \(rig.gateway.startTimes) on the queue's clock, where one per \
+      second means 0, 1 and 2 seconds
+      """)
+  }
+
+  @Test("A send slower than the interval is followed at once by the next one")
+  func slowSendIsFollowedAtOnce() async throws {
+    let rig = Rig(holding: ["ada"])
+    defer { rig.tearDown() }
+
+    let ada = await rig.submit("ada")
+    _ = await rig.sends(1)
+    let grace = await rig.submit("grace")
+    rig.clock.advance(by: .milliseconds(1500))  // ada's send takes 1.5 intervals
+    rig.gateway.release("ada")
+    _ = try await ada.value("submit(_:)", hint: receiptHint)
+
+    let followed = await rig.sends(2)
+    #expect(
+      followed,
+      """
+      the next message waited a whole interval after a send that had already taken longer \
+      than the interval: the interval is between the starts of two sends, so wait until \
+      one interval after the last send started (clock.sleep(until:)), not for a fresh one
+      """)
+    if !followed { await rig.letSend(2) }
+    _ = try await grace.value("submit(_:)", hint: receiptHint)
+    #expect(
+      rig.gateway.startTimes == [.zero, .milliseconds(1500)],
+      "the second send must start as soon as the first, slow one has ended")
+  }
+
+  @Test("A full queue refuses a new message at once, and keeps the ones waiting")
+  func fullQueueRefusesTheNewcomer() async throws {
+    let rig = Rig(capacity: 2, holding: ["ada"])
+    defer { rig.tearDown() }
+
+    let ada = await rig.submit("ada")  // being sent: not waiting in the queue
+    _ = await rig.sends(1)
+    let grace = await rig.submit("grace")
+    let linus = await rig.submit("linus")
+    let barbara = await rig.submit("barbara")  // one too many
+
+    let droppedAWaitingOne = grace.isFinished || linus.isFinished
+    #expect(
+      !droppedAWaitingOne,
+      """
+      a full queue dropped a message that was already waiting, to make room for the new \
+      one: refuse the newcomer instead (bufferingOldest, not bufferingNewest)
+      """)
+    if droppedAWaitingOne { return }
+    let refused = try await barbara.result("submit(_:) to a full queue", hint: fullHint)
+    #expect(
+      throws: TextQueueError.full,
+      "a message that does not fit must be refused with TextQueueError.full"
+    ) {
+      try refused.get()
+    }
+
+    rig.gateway.release("ada")
+    await rig.letSend(3)
+    for (index, submitter) in [ada, grace, linus].enumerated() {
+      _ = try await submitter.value("submit(_:) of message \(index + 1)", hint: receiptHint)
+    }
+    #expect(
+      rig.gateway.sent == ["ada", "grace", "linus"],
+      "the messages that fitted must still be sent, in order, and the refused one never")
+  }
+
+  @Test("A failed send fails only its own message")
+  func failedSendFailsOnlyItsMessage() async throws {
+    let rig = Rig(failing: ["grace"])
+    defer { rig.tearDown() }
+
+    let ada = await rig.submit("ada")
+    _ = await rig.sends(1)
+    let grace = await rig.submit("grace")
+    let linus = await rig.submit("linus")
+    await rig.letSend(3)
+
+    let first = try await ada.result("submit(_:) of message 1", hint: failedSendHint)
+    let second = try await grace.result("submit(_:) of message 2", hint: failedSendHint)
+    let third = try await linus.result("submit(_:) of message 3", hint: failedSendHint)
+    #expect(
+      (try? first.get()) == receipt("ada"),
+      "the message before a failed one must get its receipt")
+    #expect(
+      throws: GatewayError(to: "grace"),
+      "the failed message's submitter must get the gateway's error"
+    ) {
+      try second.get()
+    }
+    #expect(
+      (try? third.get()) == receipt("linus"),
+      "the message after a failed one got \(third): \(failedSendHint)")
+  }
+
+  @Test("After close(), the queued messages are still sent, run() returns, new ones are refused")
+  func closeDrainsThenEnds() async throws {
+    let rig = Rig(holding: ["ada"])
+    defer { rig.tearDown() }
+
+    let ada = await rig.submit("ada")
+    _ = await rig.sends(1)
+    let grace = await rig.submit("grace")
+    rig.queue.close()
+    let late = await rig.submit("linus")
+    let refused = try await late.result("submit(_:) after close()", hint: closeHint)
+    #expect(
+      throws: TextQueueError.closed,
+      "a message submitted after close() must be refused with .closed"
+    ) {
+      try refused.get()
+    }
+
+    rig.gateway.release("ada")
+    await rig.letSend(2)
+    let first = try await ada.result("submit(_:) of message 1", hint: closeHint)
+    let second = try await grace.result("submit(_:) of message 2", hint: closeHint)
+    #expect(
+      (try? first.get()) == receipt("ada") && (try? second.get()) == receipt("grace"),
+      """
+      close() must still send the messages already queued; they got \(first) and \(second)
+      """)
+    _ = try await rig.worker.result("run() after close()", hint: closeHint)
+    #expect(
+      rig.gateway.sent == ["ada", "grace"],
+      "after close(), exactly the messages queued before it must be sent")
+  }
+
+  @Test("Cancelling run() fails every message still waiting, and refuses new ones")
+  func cancellingRunFailsTheWaiting() async throws {
+    let rig = Rig()
+    defer { rig.tearDown() }
+
+    let ada = await rig.submit("ada")
+    _ = await rig.sends(1)
+    let grace = await rig.submit("grace")
+    let linus = await rig.submit("linus")
+    _ = try await ada.value("submit(_:)", hint: receiptHint)
+    _ = await rig.workerSleeps()
+
+    rig.worker.cancel()
+    let waiting = [
+      try await grace.result(
+        "submit(_:) of a message waiting when run() was cancelled", hint: cancelledHint),
+      try await linus.result(
+        "submit(_:) of a message waiting when run() was cancelled", hint: cancelledHint),
+    ]
+    for outcome in waiting {
+      #expect(
+        throws: CancellationError.self,
+        """
+        a message still waiting when run() was cancelled got \(outcome): a cancelled run() \
+        must not send any more messages, and must fail the waiting ones with \
+        CancellationError
+        """
+      ) {
+        try outcome.get()
+      }
+    }
+    _ = try await rig.worker.result("run() after its task was cancelled", hint: cancelledHint)
+    let late = await rig.submit("barbara")
+    let refused = try await late.result("submit(_:) after run() was cancelled", hint: cancelledHint)
+    #expect(
+      throws: TextQueueError.closed,
+      "once run() has stopped, a new message must be refused with .closed, not wait forever"
+    ) {
+      try refused.get()
+    }
+    #expect(rig.gateway.sent == ["ada"], "a cancelled run() must not send any more messages")
+  }
+}

@@ -1,0 +1,299 @@
+import CoroutineKit
+import Dispatch
+import Testing
+import WorkbookTesting
+
+@testable import Structured
+
+private enum DirectoryError: Error {
+  case offline
+}
+
+private let debounce = Duration.milliseconds(300)
+
+private let debounceHint =
+  "search() must wait the debounce with try await Task.sleep(for: debounce, clock: clock), "
+  + "on the clock the model was given (Task.sleep(for:) alone waits on the real clock)"
+
+private let lookupHint =
+  "the search never got past waiting for the directory's future: resume the continuation "
+  + "from whenComplete, whatever the result"
+
+/// Returns once `model`'s search for `text` is asleep in its debounce on `clock`; stops the
+/// test at once if `search(_:)` did not show `.searching(text)` before it returned.
+@MainActor
+private func debounceStarted(
+  _ text: String, by model: PeopleSearchModel, on clock: ManualClock,
+  sourceLocation: SourceLocation = #_sourceLocation
+) async throws {
+  try #require(
+    model.status == .searching(text),
+    "search() must show .searching(text) before it returns: the body of a new Task runs later",
+    sourceLocation: sourceLocation)
+  try await withDeadline(
+    .seconds(2), "search(\"\(text)\") starting its debounce", hint: debounceHint,
+    sourceLocation: sourceLocation
+  ) { await clock.sleeping() }
+}
+
+/// A people directory that answers each lookup later, on a background queue, unless told to
+/// keep the lookup pending for the test to answer.
+private final class FakeDirectory: Sendable {
+  /// The texts looked up, in order.
+  let queries = Locked<[String]>([])
+  /// The futures handed out, by text.
+  let futures = Locked<[String: CoPromise<[String]>]>([:])
+  /// Texts whose lookups stay pending until the test completes them.
+  let held: Set<String>
+  /// Texts whose lookups fail.
+  let failing: Set<String>
+
+  init(holding held: Set<String> = [], failing: Set<String> = []) {
+    self.held = held
+    self.failing = failing
+  }
+
+  static func names(for text: String) -> [String] {
+    ["\(text.capitalized) Lovelace", "\(text.capitalized) Yonath"]
+  }
+
+  var lookup: @Sendable (String) -> CoFuture<[String]> {
+    { [self] text in
+      let promise = CoPromise<[String]>()
+      queries.withLock { $0.append(text) }
+      futures.withLock { $0[text] = promise }
+      if !held.contains(text) {
+        let failing = failing.contains(text)
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.01) {
+          if failing {
+            promise.fail(DirectoryError.offline)
+          } else {
+            promise.success(FakeDirectory.names(for: text))
+          }
+        }
+      }
+      return promise
+    }
+  }
+
+  func future(for text: String) -> CoPromise<[String]>? {
+    futures.withLock { $0[text] }
+  }
+}
+
+// The model is main-actor isolated, so these tests run on the main actor too.
+@MainActor
+@Suite("7.5 Challenge: a search that never outlives its screen")
+struct PeopleSearchTests {
+  @Test("search() shows .searching at once, waits the debounce on the clock, then the names")
+  func showsTheNames() async throws {
+    let clock = ManualClock()
+    let directory = FakeDirectory()
+    let model = PeopleSearchModel(debounce: debounce, clock: clock, directory: directory.lookup)
+
+    let task = model.search("ada")
+    try await debounceStarted("ada", by: model, on: clock)
+    #expect(
+      directory.queries.value.isEmpty,
+      "search() looked \"ada\" up before the debounce was over: wait first, then look up")
+    #expect(
+      clock.requestedSleeps == [debounce],
+      "search() should wait the model's debounce (300 ms) once, but asked for \(clock.requestedSleeps)"
+    )
+
+    clock.advance(by: debounce - .milliseconds(1))
+    #expect(
+      directory.queries.value.isEmpty, "search() looked \"ada\" up before the debounce was over")
+    clock.advance(by: .milliseconds(1))
+    try await withDeadline(.seconds(2), "search(\"ada\")", hint: lookupHint) { await task.value }
+
+    #expect(directory.queries.value == ["ada"])
+    #expect(model.status == .results(FakeDirectory.names(for: "ada")))
+  }
+
+  @Test("A lookup that fails shows .failed")
+  func showsFailed() async throws {
+    let clock = ManualClock()
+    let directory = FakeDirectory(failing: ["ada"])
+    let model = PeopleSearchModel(debounce: debounce, clock: clock, directory: directory.lookup)
+
+    let task = model.search("ada")
+    try await debounceStarted("ada", by: model, on: clock)
+    clock.advance(by: debounce)
+    try await withDeadline(
+      .seconds(2), "search(\"ada\") whose lookup fails",
+      hint: "a failed future must resume the continuation too: resume(with:) the result"
+    ) { await task.value }
+
+    #expect(model.status == .failed, "a lookup that fails must show .failed")
+  }
+
+  @Test(
+    "Typing during the debounce cancels the search before it: only the newest text is looked up")
+  func typingDuringTheDebounce() async throws {
+    let clock = ManualClock()
+    let directory = FakeDirectory()
+    let model = PeopleSearchModel(debounce: debounce, clock: clock, directory: directory.lookup)
+
+    let first = model.search("a")
+    try await debounceStarted("a", by: model, on: clock)
+    let second = model.search("ad")
+    try await withDeadline(
+      .seconds(2), "the first search(\"a\"), after search(\"ad\")",
+      hint: "search() must cancel the search before it (keep its task, and cancel it), "
+        + "and a cancelled debounce must end that task"
+    ) { await first.value }
+    #expect(
+      model.status == .searching("ad"),
+      """
+      after search("ad"), the cancelled search("a") changed the screen to \(model.status): \
+      check Task.isCancelled and change nothing
+      """)
+
+    try await debounceStarted("ad", by: model, on: clock)
+    clock.advance(by: debounce)
+    try await withDeadline(.seconds(2), "search(\"ad\")", hint: lookupHint) { await second.value }
+
+    #expect(
+      !directory.queries.value.contains("a"),
+      """
+      a search cancelled during its debounce still looked "a" up: keep the try on \
+      Task.sleep, so that cancellation ends the search instead of going on to the lookup
+      """)
+    #expect(directory.queries.value == ["ad"])
+    #expect(model.status == .results(FakeDirectory.names(for: "ad")))
+  }
+
+  @Test("Typing while the lookup is pending cancels its future, and its late answer never shows")
+  func typingDuringTheLookup() async throws {
+    let clock = ManualClock()
+    let directory = FakeDirectory(holding: ["ada"])
+    let model = PeopleSearchModel(debounce: debounce, clock: clock, directory: directory.lookup)
+
+    let first = model.search("ada")
+    try await debounceStarted("ada", by: model, on: clock)
+    clock.advance(by: debounce)
+    await eventually("search(\"ada\") to look \"ada\" up") { @Sendable in
+      directory.future(for: "ada") != nil
+    }
+    let second = model.search("grace")
+    try await withDeadline(
+      .seconds(2), "the first search(\"ada\"), after search(\"grace\")",
+      hint: "search() must cancel the search before it, and cancelling a search must cancel "
+        + "its lookup's future (withTaskCancellationHandler), or it waits for an answer nobody wants"
+    ) { await first.value }
+
+    #expect(
+      directory.future(for: "ada")?.isCanceled == true,
+      "a new search should cancel the directory's future for the search before it")
+    #expect(
+      model.status == .searching("grace"),
+      """
+      the cancelled search("ada") changed the screen to \(model.status): its future fails \
+      with CoFutureError.cancelled, which is no failure of the directory; check \
+      Task.isCancelled and change nothing
+      """)
+    directory.future(for: "ada")?.success(["Too Late"])  // ignored: cancelled already
+
+    try await debounceStarted("grace", by: model, on: clock)
+    clock.advance(by: debounce)
+    try await withDeadline(.seconds(2), "search(\"grace\")", hint: lookupHint) {
+      await second.value
+    }
+    #expect(model.status == .results(FakeDirectory.names(for: "grace")))
+  }
+
+  @Test("clear() cancels the search in progress and shows .idle")
+  func clearCancels() async throws {
+    let clock = ManualClock()
+    let directory = FakeDirectory(holding: ["ada"])
+    let model = PeopleSearchModel(debounce: debounce, clock: clock, directory: directory.lookup)
+
+    // In the debounce: no lookup follows.
+    let waiting = model.search("a")
+    try await debounceStarted("a", by: model, on: clock)
+    model.clear()
+    #expect(model.status == .idle, "clear() must show .idle at once")
+    try await withDeadline(
+      .seconds(2), "search(\"a\"), after clear()",
+      hint: "clear() must cancel the search in progress, and a cancelled debounce must end it"
+    ) { await waiting.value }
+    clock.advance(by: debounce)
+
+    // In the lookup: its future is cancelled.
+    let looking = model.search("ada")
+    try await debounceStarted("ada", by: model, on: clock)
+    clock.advance(by: debounce)
+    await eventually("search(\"ada\") to look \"ada\" up") { @Sendable in
+      directory.future(for: "ada") != nil
+    }
+    model.clear()
+    try await withDeadline(
+      .seconds(2), "search(\"ada\"), after clear()",
+      hint: "cancelling a search must cancel its lookup's future (withTaskCancellationHandler)"
+    ) { await looking.value }
+
+    #expect(
+      !directory.queries.value.contains("a"),
+      """
+      a search cleared during its debounce still looked "a" up: keep the try on Task.sleep, \
+      so that cancellation ends the search instead of going on to the lookup
+      """)
+    #expect(
+      directory.future(for: "ada")?.isCanceled == true,
+      "clear() should cancel the directory's future for the search in progress")
+    #expect(
+      model.status == .idle,
+      """
+      after clear(), the cancelled search changed the screen to \(model.status): check \
+      Task.isCancelled and change nothing
+      """)
+  }
+
+  @Test(
+    "Letting the model go cancels its search, in the debounce or in the lookup: nothing outlives it",
+    arguments: [false, true])
+  func nothingOutlivesTheModel(inTheLookup: Bool) async throws {
+    let clock = ManualClock()
+    let directory = FakeDirectory(holding: ["ada"])
+    weak var released: PeopleSearchModel?
+    let task: Task<Void, Never>
+    do {
+      let model = PeopleSearchModel(debounce: debounce, clock: clock, directory: directory.lookup)
+      released = model
+      task = model.search("ada")
+      try await debounceStarted("ada", by: model, on: clock)
+      if inTheLookup {
+        clock.advance(by: debounce)
+        await eventually("search(\"ada\") to look \"ada\" up") { @Sendable in
+          directory.future(for: "ada") != nil
+        }
+      }
+    }
+    let phase = inTheLookup ? "waiting for its lookup" : "in its debounce"
+
+    guard released == nil else {
+      Issue.record(
+        """
+        the model is still alive after its owner let it go, \(phase): its search task holds \
+        it strongly (capture [weak self], and use self only to set status, after each await)
+        """)
+      return
+    }
+    let ended = await eventually { @Sendable in
+      inTheLookup ? directory.future(for: "ada")?.isCanceled == true : clock.sleeperCount == 0
+    }
+    #expect(
+      ended,
+      """
+      letting the model go, \(phase), did not cancel its search: cancel the task in \
+      deinit (keep it in a property)
+      """)
+    guard ended else { return }
+    try await withDeadline(
+      .seconds(2), "search(\"ada\"), after the model was let go",
+      hint: "cancelling a search must end its task"
+    ) { await task.value }
+    #expect(directory.queries.value == (inTheLookup ? ["ada"] : []))
+  }
+}
