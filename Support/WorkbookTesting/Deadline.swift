@@ -15,6 +15,9 @@ public struct DeadlineExceeded: Error, CustomStringConvertible {
 
 /// Runs `operation` and returns its result, unless it is still running after `limit`.
 ///
+/// `limit` counts time in which the tests could run, so a busy machine does not fail a
+/// correct answer: see ``RunnableTime``. On an idle machine it is plain wall-clock time.
+///
 /// A continuation that is never resumed would otherwise hang the test run. At the deadline
 /// this records an issue that names `operation` and the likely cause, cancels the
 /// operation, and throws ``DeadlineExceeded`` without waiting for it: an operation stuck
@@ -47,8 +50,8 @@ public func withDeadline<T: Sendable>(
     }
   }
   let timer = Task {
-    try? await Task.sleep(for: limit)
-    report.yield(nil)
+    await RunnableTime.sleep(limit)
+    if !Task.isCancelled { report.yield(nil) }
   }
   defer {
     timer.cancel()

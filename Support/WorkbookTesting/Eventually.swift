@@ -1,18 +1,19 @@
 import Testing
 
-/// Waits until `condition` holds, checking every 5 ms for at most `limit`, and says whether
-/// it did.
+/// Waits until `condition` holds, checking every 5 ms for at most `limit` (of time the tests
+/// could run: see ``RunnableTime``), and says whether it did.
 ///
 /// For what a simulated framework does on its own threads: a callback still on its way, a
 /// delegate being released, a download starting. Tests assert on the result.
 public func eventually(
   within limit: Duration = .seconds(2), _ condition: () -> Bool
 ) async -> Bool {
-  let clock = ContinuousClock()
-  let deadline = clock.now.advanced(by: limit)
+  // The limit counts time in which the tests could run (see RunnableTime), so a busy
+  // machine does not make a condition that holds a moment later look false.
+  var time = RunnableTime(limit, slice: .milliseconds(5))
   while !condition() {
-    guard clock.now < deadline else { return false }
-    try? await Task.sleep(for: .milliseconds(5))
+    guard !time.isOver else { return false }
+    do { try await time.sleepOneSlice() } catch { return condition() }
   }
   return true
 }
