@@ -112,10 +112,17 @@ public enum BuildStep {
         "build", "--build-tests", "--package-path", request.root.path,
         "--scratch-path", request.scratchURL.path,
       ] + request.extraArguments
+    // The driver can miss a changed file and link an old object (see StaleObjects).
+    if request.usesDefaultDestination {
+      StaleObjects.removeObjectsOfChangedSources(scratch: request.scratchURL)
+    }
     let outcome = try ChildProcess.run(
       swift, arguments, environment: request.buildEnvironment, in: request.root
     ) { stdout in
       if let status, let step = lastStep(in: stdout) { status(step) }
+    }
+    if outcome.succeeded, request.usesDefaultDestination {
+      StaleObjects.record(scratch: request.scratchURL)
     }
     let output = outcome.stdout + (outcome.stderr.isEmpty ? "" : "\n" + outcome.stderr)
     var result = BuildResult(
