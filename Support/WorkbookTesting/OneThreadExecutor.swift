@@ -224,14 +224,3 @@ func lockHeldResumeMessage(_ operationName: String, patience: Duration) -> Strin
     + "for the status lock. Take the continuation out under the lock, release the lock, then "
     + "resume."
 }
-
-extension Result where Failure == any Error {
-  /// The outcome of an async throwing call, as a value.
-  fileprivate init(catching body: () async throws -> Success) async {
-    do {
-      self = .success(try await body())
-    } catch {
-      self = .failure(error)
-    }
-  }
-}

@@ -330,14 +330,3 @@ struct PaymentBridgeTests {
     #expect(checkout.gateway.requestsRunning == 0, "\(Self.nothingRunning)")
   }
 }
-
-extension Result where Failure == any Error {
-  /// The outcome of an async throwing call, as a value.
-  fileprivate init(catching body: () async throws -> Success) async {
-    do {
-      self = .success(try await body())
-    } catch {
-      self = .failure(error)
-    }
-  }
-}

@@ -168,25 +168,23 @@ struct DataTaskTests {
     defer { session.invalidateAndCancel() }
     let client = QuoteClient(baseURL: server.url("/"), session: session)
 
-    for path in ["/hang"] {
-      let task = Task {
-        withUnsafeCurrentTask { $0?.cancel() }
-        return try await client.fetch(path)
-      }
-      await #expect(
-        throws: CancellationError.self,
-        Comment(
-          rawValue: "the task was already cancelled when it called fetch(\"\(path)\"): onCancel "
-            + "runs at once, before the data task exists, so remember the cancel and cancel "
-            + "the data task as soon as it is created")
+    let task = Task {
+      withUnsafeCurrentTask { $0?.cancel() }
+      return try await client.fetch("/hang")
+    }
+    await #expect(
+      throws: CancellationError.self,
+      Comment(
+        rawValue: "the task was already cancelled when it called fetch(\"/hang\"): onCancel "
+          + "runs at once, before the data task exists, so remember the cancel and cancel "
+          + "the data task as soon as it is created")
+    ) {
+      try await withDeadline(
+        .seconds(2), "fetch(\"/hang\") in a cancelled task",
+        hint: "onCancel ran before the data task existed and the cancel was lost: remember "
+          + "it and cancel the data task once it is created"
       ) {
-        try await withDeadline(
-          .seconds(2), "fetch(\"\(path)\") in a cancelled task",
-          hint: "onCancel ran before the data task existed and the cancel was lost: remember "
-            + "it and cancel the data task once it is created"
-        ) {
-          try await task.value
-        }
+        try await task.value
       }
     }
   }
