@@ -176,9 +176,7 @@ public enum Classifier {
     } else if let running = run.events.describeRunningTests("while running") {
       details.append(running)
     }
-    if let frame = firstFrame(of: crash, under: context.sourceFolder, context),
-      let path = frame.path
-    {
+    if let frame = learnerFrame(of: crash, context), let path = frame.path {
       let line = frame.line.map { ":\($0)" } ?? ""
       details.append("at \(context.relative(path))\(line) (in \(frame.symbol))")
     }
@@ -194,6 +192,22 @@ public enum Classifier {
     let resolvedRoot = URL(fileURLWithPath: context.root).resolvingSymlinksInPath().path
     return crash.firstFrame(under: "\(context.root)/\(folder)")
       ?? crash.firstFrame(under: "\(resolvedRoot)/\(folder)")
+  }
+
+  /// The innermost crashed-thread frame in the learner's code: in a file under the source
+  /// folder, or filed by the compiler under no real file (`<stdin>`) but named after
+  /// something the graded file declares, which it is then attributed to.
+  private static func learnerFrame(
+    of crash: CrashReport, _ context: GradingContext
+  ) -> CrashReport.Frame? {
+    let resolvedRoot = URL(fileURLWithPath: context.root).resolvingSymlinksInPath().path
+    let file = "\(context.root)/\(context.file)"
+    let source = context.file.isEmpty ? nil : try? String(contentsOfFile: file, encoding: .utf8)
+    return crash.firstFrame(
+      under: [
+        "\(context.root)/\(context.sourceFolder)", "\(resolvedRoot)/\(context.sourceFolder)",
+      ],
+      orDeclaredIn: source, file: file)
   }
 
   /// What a crash usually means, in the learner's terms.

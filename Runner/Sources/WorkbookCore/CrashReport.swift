@@ -52,6 +52,86 @@ public struct CrashReport: Sendable, Equatable {
     return frames.first { $0.path?.hasPrefix(prefix) ?? false }
   }
 
+  /// The innermost frame in the learner's code: in a file under one of `folders` (absolute
+  /// path prefixes), or filed under no real file but with a symbol that names something
+  /// `source` (the graded file's text, at absolute path `file`) declares; such a frame is
+  /// given `file` as its path, without a line.
+  ///
+  /// The second kind is how the isolation trap shows when the trapping closure itself
+  /// creates an escaping closure (`DispatchQueue.main.async { … }` or
+  /// `Task { @MainActor in … }` in a main-actor callback): the check sits in the closure's
+  /// prologue, which has no source line, and the compiler's line table files that code under
+  /// `<stdin>` instead of the source file, so the backtrace names no file of the learner's.
+  public func firstFrame(
+    under folders: [String], orDeclaredIn source: String?, file: String
+  )
+    -> Frame?
+  {
+    let prefixes = folders.map { $0.hasSuffix("/") ? $0 : $0 + "/" }
+    let declarations = source.map(Declarations.init)
+    for frame in frames {
+      if let path = frame.path {
+        if prefixes.contains(where: { path.hasPrefix($0) }) { return frame }
+      } else if let declarations, declarations.named(by: frame.symbol) {
+        return Frame(symbol: frame.symbol, path: file)
+      }
+    }
+    return nil
+  }
+
+  /// The names a Swift source file declares, to tell whether a backtrace symbol such as
+  /// "closure #1 in closure #1 in StepsViewModel.refresh()" belongs to it.
+  struct Declarations: Sendable, Equatable {
+    /// Classes, structures, enumerations, actors and protocols.
+    var types: Set<String> = []
+    /// Types the file extends.
+    var extended: Set<String> = []
+    /// Functions and properties, at the top level or in a type.
+    var members: Set<String> = []
+
+    init(_ source: String) {
+      let code = source.replacing(#///[^\n]*/#, with: "")
+      let typeDeclaration =
+        #/\b(?<keyword>class|struct|enum|actor|protocol|extension)\s+(?<name>[A-Za-z_][A-Za-z0-9_]*)/#
+      for match in code.matches(of: typeDeclaration) {
+        let name = String(match.output.name)
+        guard !["func", "var", "let"].contains(name) else { continue }
+        if match.output.keyword == "extension" {
+          extended.insert(name)
+        } else {
+          self.types.insert(name)
+        }
+      }
+      for match in code.matches(of: #/\b(?:func|var|let)\s+(?<name>[A-Za-z_][A-Za-z0-9_]*)/#) {
+        members.insert(String(match.output.name))
+      }
+    }
+
+    /// Whether `symbol` (a demangled name from a backtrace) names a type this file declares,
+    /// a member of a type it extends, or a function of its own.
+    func named(by symbol: String) -> Bool {
+      let components = Self.qualifiedName(of: symbol)
+      if components.contains(where: types.contains) { return true }
+      if components.count == 1 { return members.contains(components[0]) }
+      return components.indices.dropFirst().contains {
+        members.contains(components[$0]) && extended.contains(components[$0 - 1])
+      }
+    }
+
+    /// The dotted name a demangled symbol is about, split at the dots: ["StepsViewModel",
+    /// "refresh"] for "closure #1 in closure #1 in StepsViewModel.refresh()" or "(1) suspend
+    /// resume partial function for StepsViewModel.refresh()".
+    static func qualifiedName(of symbol: String) -> [String] {
+      var rest = Substring(symbol)
+      let ends = [" in ", " for ", " of "].compactMap { symbol.range(of: $0, options: .backwards) }
+      if let last = ends.map(\.upperBound).max() { rest = symbol[last...] }
+      if rest.hasPrefix("static ") { rest = rest.dropFirst("static ".count) }
+      let dotted = #/[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*/#
+      guard let match = rest.prefixMatch(of: dotted) else { return [] }
+      return match.output.split(separator: ".").map(String.init)
+    }
+  }
+
   public static func parse(_ stderr: String) -> CrashReport {
     var report = CrashReport()
     let frameLine =
@@ -91,7 +171,9 @@ public struct CrashReport: Sendable, Equatable {
       var frame = Frame(symbol: String(match.output.symbol))
       if let at = match.output.location, let parts = try? location.wholeMatch(in: at) {
         let path = String(parts.output.path)
-        if !path.hasPrefix("//<") {
+        // `//<compiler-generated>`, or `<stdin>` after the build's folder: no real file.
+        let name = path.split(separator: "/").last ?? ""
+        if !(name.hasPrefix("<") && name.hasSuffix(">")) {
           frame.path = path
           frame.line = parts.output.line.flatMap { Int($0) }
           frame.column = parts.output.column.flatMap { Int($0) }
