@@ -161,10 +161,14 @@ bench-loop: ## Time the learner's loop for every exercise
 PORT ?= 0
 server: ## Run the chat server on 127.0.0.1
 	@mkdir -p .build-support
-	@echo "building the chat server…" >&2
-	@WORKBOOK_CHAPTER=0 swift build --scratch-path .build-support --product chat-server \
+	@if [ -t 2 ] && [ -z "$$NO_COLOR" ] && [ "$$TERM" != dumb ]; then tty=1; else tty=; fi; \
+	  note="building the chat server (the first build takes about a minute)…"; \
+	  if [ -n "$$tty" ]; then printf '%s' "$$note" >&2; else echo "$$note" >&2; fi; \
+	  WORKBOOK_CHAPTER=0 swift build --scratch-path .build-support --product chat-server \
 	  > .build-support/make-server.log 2>&1 \
-	  || { cat .build-support/make-server.log; echo "make: building the chat server failed" >&2; exit 1; }
+	  || { [ -z "$$tty" ] || echo >&2; cat .build-support/make-server.log; echo "make: building the chat server failed" >&2; exit 1; }; \
+	  [ -z "$$tty" ] || printf '\r\033[K' >&2; \
+	  echo "built in $${SECONDS} s; starting it on 127.0.0.1:$(PORT)…" >&2
 	@exec "$$(WORKBOOK_CHAPTER=0 swift build --scratch-path .build-support --show-bin-path)/chat-server" --port $(PORT)
 
 # The Chapter 8 `clipper` command (Support/ClipperMain over your Chapters/08-Capstone, or
@@ -182,11 +186,16 @@ clipper: $(WORKBOOK) ## Chat through the server: make clipper NAME=alice PORT=40
 	  grep -E "8\.[1-5] .*not started" .build-clipper/status.txt >&2; \
 	  echo "finish them (make check CHAPTER=8 grades them), or run the reference client:" >&2; \
 	  echo "  make clipper NAME=$(NAME) PORT=$(PORT) SOURCE=solutions" >&2; exit 2; fi
-	@echo "building clipper…" >&2
-	@WORKBOOK_CHAPTER=8 WORKBOOK_SOURCE=$(SOURCE) swift build --scratch-path .build-clipper --product clipper \
-	  > .build-clipper/make-clipper.log 2>&1 \
-	  || { cat .build-clipper/make-clipper.log; echo "make: building clipper failed" >&2; exit 1; }
-	@exec "$$(WORKBOOK_CHAPTER=8 WORKBOOK_SOURCE=$(SOURCE) swift build --scratch-path .build-clipper --show-bin-path)/clipper" "$(NAME)" --port $(PORT)
+	@if [ -t 2 ] && [ -z "$$NO_COLOR" ] && [ "$$TERM" != dumb ]; then tty=1; else tty=; fi; \
+	  note="building clipper (the first build takes about a minute)…"; \
+	  if [ -n "$$tty" ]; then printf '%s' "$$note" >&2; else echo "$$note" >&2; fi; \
+	  env $(addprefix -u ,$(BUILD_VOLATILE)) WORKBOOK_CHAPTER=8 WORKBOOK_SOURCE=$(SOURCE) \
+	  swift build --scratch-path .build-clipper --product clipper > .build-clipper/make-clipper.log 2>&1 \
+	  || { [ -z "$$tty" ] || echo >&2; cat .build-clipper/make-clipper.log; echo "make: building clipper failed" >&2; exit 1; }; \
+	  [ -z "$$tty" ] || printf '\r\033[K' >&2; \
+	  echo "built in $${SECONDS} s; connecting to 127.0.0.1:$(PORT)…" >&2
+	@exec "$$(env $(addprefix -u ,$(BUILD_VOLATILE)) WORKBOOK_CHAPTER=8 WORKBOOK_SOURCE=$(SOURCE) \
+	  swift build --scratch-path .build-clipper --show-bin-path)/clipper" "$(NAME)" --port $(PORT)
 
 clean: ## Remove build folders; .workbook/ (your progress) stays
 	@rm -rf .build .build-learner .build-solutions .build-variants .build-clipper .build-tsan Benchmarks/.build .build-support Runner/.build docs/site .build-docs

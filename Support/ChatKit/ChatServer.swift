@@ -47,6 +47,7 @@ public final class ChatServer: @unchecked Sendable {
   private let queue = DispatchQueue(label: "ChatKit.ChatServer")
   private let log: (@Sendable (String) -> Void)?
   private let greeting: [String]
+  private let echoesJoin: Bool
 
   // Everything below belongs to `queue`.
   private var listenFD: Int32 = -1
@@ -66,11 +67,17 @@ public final class ChatServer: @unchecked Sendable {
   /// `greeting`, like a message of the day, is sent to each client that joins right after
   /// its `* welcome NAME`, in the same write: the client reads them together, so a client
   /// that starts listening only once its connect completed has already missed them.
+  ///
+  /// `echoesJoin` also sends each joiner its own `* NAME joined`, after the greeting and in
+  /// the same write, so that a client shows its arrival like anyone else's (and has a line
+  /// that says it is in). Off by default: the protocol above sends it to the others only.
   public init(
-    port: UInt16 = 0, greeting: [String] = [], log: (@Sendable (String) -> Void)? = nil
+    port: UInt16 = 0, greeting: [String] = [], echoesJoin: Bool = false,
+    log: (@Sendable (String) -> Void)? = nil
   ) {
     requestedPort = port
     self.greeting = greeting
+    self.echoesJoin = echoesJoin
     self.log = log
   }
 
@@ -229,6 +236,7 @@ public final class ChatServer: @unchecked Sendable {
     client.name = name
     enqueue("* welcome \(name)", to: client)
     for line in greeting { enqueue(line, to: client) }
+    if echoesJoin { enqueue("* \(name) joined", to: client) }
     broadcast("* \(name) joined", except: client)
     log?("\(name) joined")
   }

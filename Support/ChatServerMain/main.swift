@@ -44,7 +44,9 @@ while let argument = arguments.popFirst() {
   }
 }
 
-let server = ChatServer(port: port, log: { say($0) })
+// Each joiner hears its own join too: that line is how a client (`make clipper`) knows,
+// and can show, that it is in.
+let server = ChatServer(port: port, echoesJoin: true, log: { say($0) })
 do {
   try server.start()
 } catch {

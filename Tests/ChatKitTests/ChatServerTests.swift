@@ -203,6 +203,23 @@ struct ChatServerTests {
     #expect(late.recorder.lines.value == ["early: after"], "the greeting went to no delegate")
   }
 
+  @Test("echoesJoin: the joiner hears its own join after the greeting; the others once")
+  func echoesJoin() async throws {
+    let server = ChatServer(port: 0, greeting: ["* hi"], echoesJoin: true)
+    try server.start()
+    defer { server.stop() }
+    let ada = try await join(server, as: "ada")
+    await ada.expectToReceive("* ada joined")
+    let bob = try await join(server, as: "bob")
+    await bob.expectToReceive("* bob joined")
+    await ada.expectToReceive("* bob joined")
+    // A line sent after both joins, so that nothing else is still on its way to ada.
+    try await bob.send("done")
+    await ada.expectToReceive("bob: done")
+    #expect(ada.recorder.lines.value == ["* hi", "* ada joined", "* bob joined", "bob: done"])
+    #expect(bob.recorder.lines.value == ["* hi", "* bob joined"])
+  }
+
   @Test("callbacksVia: every completion and delegate call goes through the scheduler")
   func callbacksVia() async throws {
     let server = ChatServer(port: 0, greeting: ["* hi"])
