@@ -23,7 +23,7 @@ help: ## List the targets
 	@echo "Swift Concurrency workbook"
 	@echo
 	@echo "  make check CHAPTER=1     grade chapter 1 (omit CHAPTER for every chapter; EXERCISE=1.3 for one)"
-	@echo "  make hint EXERCISE=1.3   show the next hint for exercise 1.3"
+	@echo "  make hint EXERCISE=1.3   show the next hint for exercise 1.3 (ALL=1: every hint shown so far)"
 	@echo "  make watch [CHAPTER=1]   re-grade whenever a file under Chapters/ changes"
 	@echo "  make status [CHAPTER=1]  each exercise's last verdict, without grading"
 	@echo "  make test                lint, runner and support tests, docs, tsan, verify (what CI runs)"
@@ -50,7 +50,7 @@ FIRST_CHAPTER = $(strip $(if $(filter check watch,$(or $(MAKECMDGOALS),$(.DEFAUL
 # (BuildRequest.volatileVariables in Runner/Sources/WorkbookCore/BuildStep.swift): SwiftPM
 # compiles the manifest again whenever the environment differs from its last build's.
 BUILD_VOLATILE := MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES MAKE_TERMOUT MAKE_TERMERR \
-  MAKE_RESTARTS CHAPTER EXERCISE QUICK RUNS NAME SOURCE PORT WORKBOOK_MAKE WORKBOOK_LONG_TESTS \
+  MAKE_RESTARTS CHAPTER EXERCISE ALL QUICK RUNS NAME SOURCE PORT WORKBOOK_MAKE WORKBOOK_LONG_TESTS \
   WORKBOOK_EXPLAIN NO_COLOR OLDPWD PWD _ SHLVL COLUMNS LINES
 
 # The runner binary: rebuilt only when a runner source is newer, and quietly. For `make
@@ -65,7 +65,7 @@ $(WORKBOOK): $(RUNNER_SOURCES)
 	if [[ "$$chapter" =~ ^[0-9]+$$ ]]; then \
 	  echo "building chapter $$chapter at the same time…" >&2; \
 	  mkdir -p .build-learner; \
-	  env $(addprefix -u ,$(BUILD_VOLATILE)) -u WORKBOOK_SOURCE -u WORKBOOK_SKIP_TESTS \
+	  env $(addprefix -u ,$(BUILD_VOLATILE)) -u WORKBOOK_SOURCE -u WORKBOOK_SKIP_FILES \
 	    WORKBOOK_TESTS_ONLY=1 WORKBOOK_CHAPTER="$$chapter" \
 	    swift build --build-tests --package-path "$(CURDIR)" --scratch-path "$(CURDIR)/.build-learner" \
 	    > .build-learner/make-first-build.log 2>&1 & prebuild=$$!; \
@@ -81,7 +81,7 @@ check: $(WORKBOOK) ## Grade exercises
 	@WORKBOOK_MAKE=1 $(WORKBOOK) check $(SELECT)
 
 hint: $(WORKBOOK) ## Show the next hint
-	@WORKBOOK_MAKE=1 $(WORKBOOK) hint $(EXERCISE)
+	@WORKBOOK_MAKE=1 $(WORKBOOK) hint $(EXERCISE) $(if $(ALL),--all)
 
 watch: $(WORKBOOK) ## Re-grade on every save
 	@WORKBOOK_MAKE=1 $(WORKBOOK) watch $(if $(CHAPTER),--chapter $(CHAPTER))

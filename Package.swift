@@ -12,10 +12,11 @@
 //                               chapter cannot stop another from being graded;
 //                               0 includes none (`make test` builds the support
 //                               targets and their own tests that way)
-//   WORKBOOK_SKIP_TESTS=Tests/01-CallbacksTests/02-ResultCallbackTests.swift,…
-//                               leave these test files out: the runner sets it when
-//                               an exercise's file is missing from Chapters/, so the
-//                               chapter's other exercises can still be graded
+//   WORKBOOK_SKIP_FILES=Chapters/01-Callbacks/05-KeepBothAPIs.swift,Tests/01-…/05-…
+//                               leave these files (exercise files and their tests) out:
+//                               the runner sets it when an exercise's file is missing
+//                               or does not compile, so the chapter's other exercises
+//                               can still be graded
 //   WORKBOOK_TESTS_ONLY=1       leave out the executables (chat-server, clipper), which
 //                               no test uses: the runner sets it when it grades the
 //                               learner's files, so a save in Chapter 8 relinks only
@@ -49,10 +50,10 @@ let wantedChapter = environment["WORKBOOK_CHAPTER"].flatMap { Int($0) }
 let selected = chapters.filter { chapter in
   wantedChapter.map { Int(chapter.folder.prefix(2)) == $0 } ?? true
 }
-let skippedTests = (environment["WORKBOOK_SKIP_TESTS"] ?? "").split(separator: ",")
-/// The skipped test files under `folder`, relative to it (as `exclude:` wants them).
-func skippedTests(under folder: String) -> [String] {
-  skippedTests.filter { $0.hasPrefix(folder + "/") }.map { String($0.dropFirst(folder.count + 1)) }
+let skippedFiles = (environment["WORKBOOK_SKIP_FILES"] ?? "").split(separator: ",")
+/// The skipped files under `folder`, relative to it (as `exclude:` wants them).
+func skippedFiles(under folder: String) -> [String] {
+  skippedFiles.filter { $0.hasPrefix(folder + "/") }.map { String($0.dropFirst(folder.count + 1)) }
 }
 /// With no single chapter chosen, every support module and its own tests are built.
 let allSupport = wantedChapter == nil || wantedChapter == 0
@@ -151,14 +152,15 @@ let package = Package(
         .target(
           name: chapter.module,
           dependencies: chapter.uses.map { .target(name: $0) },
-          path: "\(sourceRoot)/\(chapter.folder)"
+          path: "\(sourceRoot)/\(chapter.folder)",
+          exclude: skippedFiles(under: "\(sourceRoot)/\(chapter.folder)")
         ),
         .testTarget(
           name: "\(chapter.module)Tests",
           dependencies: [.target(name: chapter.module), "WorkbookTesting"]
             + chapter.uses.map { .target(name: $0) },
           path: "Tests/\(chapter.folder)Tests",
-          exclude: skippedTests(under: "Tests/\(chapter.folder)Tests")
+          exclude: skippedFiles(under: "Tests/\(chapter.folder)Tests")
         ),
       ]
     }

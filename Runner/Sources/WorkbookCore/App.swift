@@ -56,16 +56,23 @@ public enum App {
         let untouched =
           Digest.ofFile(root.appendingPathComponent(chapter.starterPath(exercise)))
           == exercise.starterDigest
-        let last = progress.exercises[exercise.id]?.verdict
+        let entry = progress.exercises[exercise.id]
+        let last = entry?.verdict
+        let changed =
+          entry?.digest.map {
+            $0 != Digest.ofFile(root.appendingPathComponent(chapter.starterPath(exercise)))
+          } ?? false
         let standing: String
         if untouched {
           standing = "not started (the file is as shipped)"
+        } else if let last, changed {
+          standing = "changed since its last check (\(last.rawValue) then)"
         } else if let last {
           standing = "\(last.rawValue) at its last check"
         } else {
           standing = "not checked yet"
         }
-        if untouched || last != .passed { allPassed = false }
+        if untouched || last != .passed || changed { allPassed = false }
         let name = exercise.name.padding(toLength: width, withPad: " ", startingAt: 0)
         Output.out("  \(exercise.id)  \(name)  \(standing)")
       }
@@ -82,8 +89,11 @@ public enum App {
   {
     let workbook = try MetadataLoader.load(root: root)
     let selection = try select(invocation, in: workbook)
-    let report = try grade(selection, root: root, invocation: invocation, terminal: terminal)
+    var report = try grade(selection, root: root, invocation: invocation, terminal: terminal)
     let problems = record(report, root: root)
+    if report.next == nil, invocation.exercise != nil {
+      report.next = nextAfterPass(selection, in: workbook, root: root)
+    }
     if invocation.json {
       Output.out(report.json())
     } else {
@@ -157,8 +167,10 @@ public enum App {
     let store = ProgressStore(root: root)
     var (progress, problem) = store.read()
     var problems = problem.map { [$0] } ?? []
-    for exercise in report.chapters.flatMap(\.exercises) {
+    for exercise in report.chapters.flatMap({ $0.exercises + $0.leftOutElsewhere }) {
       progress[exercise.id].verdict = exercise.verdict
+      // The file as graded, so `status` can tell when it changed since.
+      progress[exercise.id].digest = Digest.ofFile(root.appendingPathComponent(exercise.file))
     }
     do {
       try store.save(progress)
@@ -169,6 +181,23 @@ public enum App {
       ]
     }
     return problems
+  }
+
+  /// After a single exercise passed: the next exercise in workbook order (wrapping
+  /// around) whose last check did not pass; nil when every one passed.
+  static func nextAfterPass(
+    _ selection: [(chapter: Chapter, exercises: [Exercise])], in workbook: Workbook, root: URL
+  ) -> NextStep? {
+    guard let current = selection.first?.exercises.first,
+      let index = workbook.exercises.firstIndex(where: { $0.id == current.id })
+    else { return nil }
+    let progress = ProgressStore(root: root).load(notice: { _ in })
+    let order = workbook.exercises[(index + 1)...] + workbook.exercises[..<index]
+    guard let next = order.first(where: { progress[$0.id].verdict != .passed }),
+      let chapter = workbook.chapter(containing: next)
+    else { return nil }
+    return NextStep(
+      id: next.id, name: next.name, file: chapter.starterPath(next), hint: hintCommand(next))
   }
 
   /// "chapter 2 — make check CHAPTER=2" after a single chapter that has a successor.
@@ -195,6 +224,11 @@ public enum App {
     }
     let store = ProgressStore(root: root)
     var (progress, problem) = store.read()
+    if invocation.allHints {
+      Output.out(Hints.revealed(exercise, in: chapter, progress: progress))
+      if let problem { Output.err(problem) }
+      return 0
+    }
     let text = Hints.reveal(exercise, in: chapter, progress: &progress)
     Output.out(text)
     do {

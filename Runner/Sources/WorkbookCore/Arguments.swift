@@ -18,6 +18,8 @@ public struct Invocation: Equatable, Sendable {
   public var repeats = 1
   /// `mistakes --only TEXT`: the variants whose name contains it.
   public var only: String?
+  /// `hint ID --all`: every hint shown so far, without revealing the next.
+  public var allHints = false
 
   public init(command: Command) { self.command = command }
 }
@@ -31,7 +33,8 @@ public enum ArgumentParser {
     commands:
       check [--chapter N | --exercise ID] [--json]
                          grade exercises (all chapters by default)
-      hint ID            show the next hint for an exercise, e.g. workbook hint 1.3
+      hint ID [--all]    show the next hint for an exercise, e.g. workbook hint 1.3;
+                         --all shows again every hint revealed so far
       watch [--chapter N]
                          re-grade when a file under Chapters/ changes (Ctrl-C stops)
       status [--chapter N]
@@ -56,7 +59,7 @@ public enum ArgumentParser {
   /// Options each command accepts (besides --root).
   static let accepted: [Invocation.Command: Set<String>] = [
     .check: ["--chapter", "--exercise", "--json", "--timeout", "--jobs"],
-    .hint: ["--exercise"],
+    .hint: ["--exercise", "--all"],
     .watch: ["--chapter", "--timeout", "--jobs"],
     .status: ["--chapter"],
     .verify: ["--chapter", "--timeout", "--jobs"],
@@ -134,6 +137,8 @@ public enum ArgumentParser {
         invocation.repeats = repeats
       case "--only":
         invocation.only = try value(for: option, inline: argument, from: &remaining)
+      case "--all":
+        invocation.allHints = true
       default:
         break
       }

@@ -11,9 +11,10 @@ public struct BuildRequest: Sendable {
   public var scratchPath: String
   /// Extra `swift build` arguments, e.g. `-Xswiftc -warnings-as-errors`.
   public var extraArguments: [String]
-  /// Test files (relative to the root) to leave out of the build, because the file they
-  /// test is missing (`WORKBOOK_SKIP_TESTS`, comma-separated; the manifest excludes them).
-  public var skippedTests: [String] = []
+  /// Files (relative to the root) to leave out of the build: the files and tests of
+  /// exercises whose file is missing or does not compile (`WORKBOOK_SKIP_FILES`,
+  /// comma-separated; the manifest excludes them).
+  public var skippedFiles: [String] = []
 
   public init(
     root: URL, source: SourceTree, chapter: Int?, scratchPath: String,
@@ -35,8 +36,8 @@ public struct BuildRequest: Sendable {
       "WORKBOOK_SOURCE": source == .solutions ? "solutions" : nil,
       "WORKBOOK_TESTS_ONLY": source == .learner ? "1" : nil,
       "WORKBOOK_CHAPTER": chapter.map(String.init),
-      "WORKBOOK_SKIP_TESTS": skippedTests.isEmpty
-        ? nil : skippedTests.sorted().joined(separator: ","),
+      "WORKBOOK_SKIP_FILES": skippedFiles.isEmpty
+        ? nil : skippedFiles.sorted().joined(separator: ","),
     ]
   }
 
@@ -55,7 +56,7 @@ public struct BuildRequest: Sendable {
   /// none of them.
   static let volatileVariables = [
     "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "MAKE_TERMOUT", "MAKE_TERMERR",
-    "MAKE_RESTARTS", "CHAPTER", "EXERCISE", "QUICK", "RUNS", "NAME", "SOURCE", "PORT",
+    "MAKE_RESTARTS", "CHAPTER", "EXERCISE", "ALL", "QUICK", "RUNS", "NAME", "SOURCE", "PORT",
     "WORKBOOK_MAKE", "WORKBOOK_LONG_TESTS", "WORKBOOK_EXPLAIN", "NO_COLOR", "OLDPWD", "PWD",
     "_", "SHLVL", "COLUMNS", "LINES",
   ]

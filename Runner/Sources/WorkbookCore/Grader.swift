@@ -38,7 +38,10 @@ public struct GraderOptions: Sendable {
 }
 
 /// The command that shows the next hint for an exercise.
-public func hintCommand(_ exercise: Exercise) -> String { "make hint EXERCISE=\(exercise.id)" }
+public func hintCommand(_ exercise: Exercise) -> String { hintCommand(id: exercise.id) }
+
+/// The command that shows the next hint for the exercise `id`.
+public func hintCommand(id: String) -> String { "make hint EXERCISE=\(id)" }
 
 /// Builds chapters and grades their exercises, each exercise's suite in its own process.
 public struct Grader: Sendable {
@@ -61,16 +64,9 @@ public struct Grader: Sendable {
     var builds: [BuildResult] = []
     if options.buildEachChapter {
       for (chapter, exercises) in selection {
-        let skipped = testsOfMissingFiles(in: [chapter])
-        // Nothing left to build when every selected exercise's file is missing.
-        guard exercises.contains(where: { !isMissing($0, of: chapter) }) else {
-          reports.append(missingOnly(chapter, exercises))
-          continue
-        }
-        let build = try build(
-          chapter: chapter.number, skipping: skipped, label: "chapter \(chapter.number)")
-        builds.append(build)
-        reports.append(try grade(chapter, exercises, build: build, skipping: skipped))
+        let (report, chapterBuilds) = try gradeLeavingOutBroken(chapter, exercises)
+        builds.append(contentsOf: chapterBuilds)
+        reports.append(report)
       }
     } else {
       let only = selection.count == 1 ? selection.first?.chapter.number : nil
@@ -89,8 +85,86 @@ public struct Grader: Sendable {
     var request = BuildRequest(
       root: options.root, source: options.source, chapter: chapter,
       scratchPath: options.scratchPath, extraArguments: options.extraBuildArguments)
-    request.skippedTests = skipped
+    request.skippedFiles = skipped
     return request
+  }
+
+  // MARK: one chapter, without its broken exercises
+
+  /// Builds the chapter; while the build fails with errors in exercises' files, builds it
+  /// again without those exercises (see ``PartialBuild``), then grades the selected
+  /// exercises still in the build. A broken exercise gets its errors, one that uses a
+  /// broken exercise's code says so, and an exercise not selected that had to be left out
+  /// is named in one line.
+  func gradeLeavingOutBroken(
+    _ chapter: Chapter, _ exercises: [Exercise]
+  ) throws(WorkbookError) -> (ChapterReport, [BuildResult]) {
+    var plan = PartialBuild(
+      chapter: chapter, source: options.source, root: options.root,
+      missing: chapter.exercises.filter { isMissing($0, of: chapter) }.map(\.id))
+    func selectedRemain() -> Bool {
+      exercises.contains { plan.reason(for: $0.id) == nil }
+    }
+    var builds: [BuildResult] = []
+    var last: BuildResult?
+    while selectedRemain() {
+      let without = plan.leftOut.filter { $0.reason != .missing }.map(\.id)
+      let label =
+        without.isEmpty
+        ? "chapter \(chapter.number)"
+        : "chapter \(chapter.number) again, without \(without.joined(separator: ", ")) "
+          + "(\(without.count == 1 ? "it does" : "they do") not compile)"
+      let build = try build(chapter: chapter.number, skipping: plan.skippedFiles, label: label)
+      builds.append(build)
+      last = build
+      if build.succeeded || !plan.leaveOut(after: build) { break }
+    }
+
+    var report: ChapterReport
+    let remaining = exercises.filter { plan.reason(for: $0.id) == nil }
+    if remaining.isEmpty {
+      report = ChapterReport(
+        number: chapter.number, title: chapter.title, folder: chapter.folder, compiled: false,
+        exercises: [])
+    } else if let last, last.succeeded, let product = last.testProduct {
+      report = try run(chapter, remaining, product: product, skipping: plan.skippedFiles)
+    } else if let last {
+      report = CompileFailure.report(
+        chapter: chapter, exercises: remaining, build: last, root: options.root,
+        source: options.source, leftOut: plan.skippedFiles)
+    } else {
+      report = ChapterReport(
+        number: chapter.number, title: chapter.title, folder: chapter.folder, compiled: false,
+        exercises: [])
+    }
+
+    // Every selected exercise in chapter order; the others left out as one line each.
+    let graded = Dictionary(uniqueKeysWithValues: report.exercises.map { ($0.id, $0) })
+    let selected = Set(exercises.map(\.id))
+    report.exercises = exercises.compactMap { exercise in
+      if let reason = plan.reason(for: exercise.id) {
+        return CompileFailure.report(
+          exercise, leftOut: reason, chapter: chapter, root: options.root,
+          source: options.source)
+      }
+      return graded[exercise.id]
+    }
+    for entry in plan.leftOut where !selected.contains(entry.id) {
+      guard let exercise = chapter.exercises.first(where: { $0.id == entry.id }) else {
+        continue
+      }
+      let other = CompileFailure.report(
+        exercise, leftOut: entry.reason, chapter: chapter, root: options.root,
+        source: options.source)
+      report.leftOutElsewhere.append(other)
+      if let line = CompileFailure.summary(
+        other, reason: entry.reason, root: options.root, source: options.source)
+      {
+        report.notes.append(line)
+      }
+    }
+    if plan.leftOut.contains(where: { $0.reason != .missing }) { report.compiled = false }
+    return (report, builds)
   }
 
   func build(
@@ -116,31 +190,19 @@ public struct Grader: Sendable {
       || isFolder.boolValue
   }
 
-  /// The test files to leave out of the build: those of every exercise (selected or not)
-  /// whose file is missing, since they cannot compile without it.
+  /// The files to leave out of a build of several chapters: the test files of every
+  /// exercise whose file is missing, since they cannot compile without it.
   func testsOfMissingFiles(in chapters: [Chapter]) -> [String] {
     chapters.flatMap { chapter in
-      chapter.exercises.filter { isMissing($0, of: chapter) }.map { chapter.testPath($0) }
+      let plan = PartialBuild(chapter: chapter, source: options.source, root: options.root)
+      return chapter.exercises.filter { isMissing($0, of: chapter) }.flatMap {
+        plan.testFiles(of: $0)
+      }
     }
   }
 
-  /// The verdict for an exercise whose file is missing.
-  func missingReport(_ chapter: Chapter, _ exercise: Exercise) -> ExerciseReport {
-    let path = chapter.sourcePath(exercise, source: options.source)
-    return ExerciseReport(
-      id: exercise.id, name: exercise.name, file: path, verdict: .doesNotCompile,
-      details: [
-        "file missing: \(path); restore it with `git checkout -- \(path)`"
-      ],
-      hint: hintCommand(exercise))
-  }
-
-  func missingOnly(_ chapter: Chapter, _ exercises: [Exercise]) -> ChapterReport {
-    ChapterReport(
-      number: chapter.number, title: chapter.title, folder: chapter.folder, compiled: false,
-      exercises: exercises.map { missingReport(chapter, $0) })
-  }
-
+  /// One chapter of a build of several: the exercises whose file is missing are "does not
+  /// compile", the others graded on the build (or "does not compile" when it failed).
   func grade(
     _ chapter: Chapter, _ exercises: [Exercise], build: BuildResult, skipping skipped: [String]
   ) throws(WorkbookError)
@@ -148,28 +210,23 @@ public struct Grader: Sendable {
   {
     let missing = Set(exercises.filter { isMissing($0, of: chapter) }.map(\.id))
     let present = exercises.filter { !missing.contains($0.id) }
-    func merged(_ report: ChapterReport) -> ChapterReport {
-      guard !missing.isEmpty else { return report }
-      var report = report
-      let graded = Dictionary(uniqueKeysWithValues: report.exercises.map { ($0.id, $0) })
-      report.exercises = exercises.map { exercise in
-        graded[exercise.id] ?? missingReport(chapter, exercise)
-      }
-      return report
-    }
-    guard build.succeeded, let product = build.testProduct else {
-      var report = CompileFailure.report(
+    var report: ChapterReport
+    if build.succeeded, let product = build.testProduct {
+      report = try run(chapter, present, product: product, skipping: skipped)
+    } else {
+      report = CompileFailure.readOnce(
         chapter: chapter, exercises: present, build: build, root: options.root,
         source: options.source)
-      if !skipped.isEmpty {
-        report.notes.append(
-          "built without the missing \(skipped.count == 1 ? "file" : "files") of "
-            + "\(missing.sorted().joined(separator: ", ")); the errors may come from code "
-            + "that needs them")
-      }
-      return merged(report)
     }
-    return merged(try run(chapter, present, product: product, skipping: skipped))
+    guard !missing.isEmpty else { return report }
+    let graded = Dictionary(uniqueKeysWithValues: report.exercises.map { ($0.id, $0) })
+    report.exercises = exercises.map { exercise in
+      graded[exercise.id]
+        ?? CompileFailure.report(
+          exercise, leftOut: .missing, chapter: chapter, root: options.root,
+          source: options.source)
+    }
+    return report
   }
 
   func run(

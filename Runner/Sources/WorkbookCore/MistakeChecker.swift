@@ -255,7 +255,7 @@ public struct MistakeChecker: Sendable {
     if ChildProcess.interrupted { throw .interrupted }
     guard build.succeeded, let product = build.testProduct else {
       guard round.count == 1, let only = round.first else { return nil }
-      let report = CompileFailure.report(
+      let report = CompileFailure.readOnce(
         chapter: chapter, exercises: [only.exercise], build: build, root: tree.tree,
         source: .solutions)
       let details = (report.exercises.first?.details ?? []) + report.notes

@@ -6,10 +6,14 @@ public struct Progress: Codable, Sendable, Equatable {
   public struct Entry: Codable, Sendable, Equatable {
     public var verdict: Verdict?
     public var hintsShown: Int
+    /// The digest of the file that got `verdict` (absent in files written before it was
+    /// kept).
+    public var digest: String?
 
-    public init(verdict: Verdict? = nil, hintsShown: Int = 0) {
+    public init(verdict: Verdict? = nil, hintsShown: Int = 0, digest: String? = nil) {
       self.verdict = verdict
       self.hintsShown = hintsShown
+      self.digest = digest
     }
   }
 

@@ -12,6 +12,10 @@ public struct ExerciseReport: Sendable, Equatable, Codable {
   public var hint: String?
   /// True for a chapter's challenge exercise (encoded only when true).
   public var challenge: Bool
+  /// True when the exercise's own file is missing or does not compile, so the chapter was
+  /// built without it: the next step points here before anything else of the chapter.
+  /// Not encoded; its verdict and details say the same.
+  public var breaksBuild = false
 
   public init(
     id: String, name: String, file: String, verdict: Verdict, details: [String], hint: String?,
@@ -63,9 +67,17 @@ public struct ChapterReport: Sendable, Equatable, Codable {
   public var folder: String
   /// False when the chapter did not compile (every exercise is then "does not compile").
   public var compiled: Bool
-  /// Lines about the chapter as a whole, e.g. compiler errors in no exercise's file.
+  /// Lines about the chapter as a whole, e.g. compiler errors in no exercise's file, or
+  /// an exercise not selected that the build had to leave out.
   public var notes: [String]
   public var exercises: [ExerciseReport]
+  /// Exercises not selected that the build left out (their file is missing or does not
+  /// compile): recorded as progress and used for the next step, never listed or encoded.
+  public var leftOutElsewhere: [ExerciseReport] = []
+
+  enum CodingKeys: String, CodingKey {
+    case number, title, folder, compiled, notes, exercises
+  }
 
   public init(
     number: Int, title: String, folder: String, compiled: Bool, notes: [String] = [],
@@ -111,6 +123,19 @@ public struct NextStep: Sendable, Equatable, Codable {
   public var name: String
   public var file: String
   public var hint: String
+
+  public init(id: String, name: String, file: String, hint: String) {
+    self.id = id
+    self.name = name
+    self.file = file
+    self.hint = hint
+  }
+
+  init(_ exercise: ExerciseReport) {
+    self.init(
+      id: exercise.id, name: exercise.name, file: exercise.file,
+      hint: exercise.hint ?? hintCommand(id: exercise.id))
+  }
 }
 
 /// Everything `workbook check` found: the `--json` document (see Runner/README.md).
@@ -125,9 +150,12 @@ public struct CheckReport: Sendable, Equatable, Codable {
     self.chapters = chapters
     let exercises = chapters.flatMap(\.exercises)
     totals = Totals(exercises)
-    next = exercises.first { $0.verdict != .passed }.map {
-      NextStep(id: $0.id, name: $0.name, file: $0.file, hint: $0.hint ?? "")
-    }
+    // In the first chapter with work left: a file that breaks the chapter's build comes
+    // first, since it is the one stopping the others; else the first exercise not passed.
+    next = chapters.lazy.compactMap { chapter in
+      (chapter.exercises + chapter.leftOutElsewhere).first { $0.breaksBuild }
+        ?? chapter.exercises.first { $0.verdict != .passed }
+    }.first.map(NextStep.init)
   }
 
   public var allPassed: Bool { totals.passed == totals.checked }

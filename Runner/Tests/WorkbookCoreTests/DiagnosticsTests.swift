@@ -64,12 +64,13 @@ import Testing
 
   @Test func attributesErrorsToTheExerciseWhoseFileHasThem() throws {
     let chapter = try #require(workbook.chapter(number: 2))
-    let report = CompileFailure.report(
-      chapter: chapter, exercises: chapter.exercises,
+    let report = CompileFailure.readOnce(
+      chapter: chapter, exercises: Array(chapter.exercises.prefix(2)),
       build: build(try Fixtures.sample("build-error.txt")), root: URL(fileURLWithPath: "/ROOT"),
       source: .learner)
     #expect(!report.compiled)
     #expect(report.exercises.map(\.verdict) == [.doesNotCompile, .doesNotCompile])
+    #expect(report.exercises[0].breaksBuild)
     #expect(
       report.exercises[0].details == [
         "Chapters/02-Broken/01-Halving.swift:3:3: error: cannot find 'valu' in scope",
@@ -84,7 +85,7 @@ import Testing
   @Test func blamesTheTestFileWhenASignatureChanged() throws {
     let chapter = try #require(workbook.chapter(number: 2))
     let output = "/ROOT/Tests/02-BrokenTests/02-NegatingTests.swift:7:13: error: missing argument"
-    let report = CompileFailure.report(
+    let report = CompileFailure.readOnce(
       chapter: chapter, exercises: chapter.exercises, build: build(output),
       root: URL(fileURLWithPath: "/ROOT"), source: .learner)
     #expect(report.exercises[1].details.first?.hasPrefix("the tests for this exercise") == true)
@@ -96,7 +97,7 @@ import Testing
     let chapter = try #require(workbook.chapter(number: 2))
     let output =
       "ld.lld: error: undefined symbol: half(_:)\nerror: link command failed with exit code 1"
-    let report = CompileFailure.report(
+    let report = CompileFailure.readOnce(
       chapter: chapter, exercises: chapter.exercises, build: build(output),
       root: URL(fileURLWithPath: "/ROOT"), source: .learner)
     #expect(report.notes == ["the build failed:", "  ld.lld: error: undefined symbol: half(_:)"])

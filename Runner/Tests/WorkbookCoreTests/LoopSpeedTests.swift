@@ -36,7 +36,7 @@ import Testing
     var request = BuildRequest(
       root: URL(fileURLWithPath: "/ROOT"), source: .learner, chapter: 2,
       scratchPath: ".build-learner")
-    request.skippedTests = ["Tests/02-DelegatesTests/01-ImagePickerTests.swift"]
+    request.skippedFiles = ["Tests/02-DelegatesTests/01-ImagePickerTests.swift"]
     let environment = request.buildEnvironment
     for name in ["MAKEFLAGS", "MAKELEVEL", "EXERCISE", "CHAPTER", "OLDPWD", "WORKBOOK_MAKE"] {
       #expect(environment[name] == .some(nil), "\(name) must be removed, not inherited")
@@ -44,7 +44,7 @@ import Testing
     #expect(environment["WORKBOOK_CHAPTER"] == .some("2"))
     #expect(environment["WORKBOOK_TESTS_ONLY"] == .some("1"))
     #expect(
-      environment["WORKBOOK_SKIP_TESTS"]
+      environment["WORKBOOK_SKIP_FILES"]
         == .some("Tests/02-DelegatesTests/01-ImagePickerTests.swift"))
   }
 }

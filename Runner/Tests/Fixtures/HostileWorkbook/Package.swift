@@ -4,12 +4,12 @@
 // whose test prints tens of megabytes, one whose test never ends (and starts a helper
 // process in a group of its own, as compiler jobs are), and one whose starter the tests
 // delete. It follows the real workbook's conventions: WORKBOOK_CHAPTER=N includes only
-// chapter N, WORKBOOK_SKIP_TESTS leaves the listed test files out.
+// chapter N, WORKBOOK_SKIP_FILES leaves the listed test files out.
 
 import PackageDescription
 
 let environment = Context.environment
-let skippedTests = (environment["WORKBOOK_SKIP_TESTS"] ?? "").split(separator: ",")
+let skippedTests = (environment["WORKBOOK_SKIP_FILES"] ?? "").split(separator: ",")
 let testFolder = "Tests/01-HostileTests"
 let chapterSelected = environment["WORKBOOK_CHAPTER"].flatMap { Int($0) }.map { $0 == 1 } ?? true
 

@@ -2,9 +2,10 @@
 //
 // A tiny workbook for the runner's golden tests. It follows the real workbook's
 // conventions: WORKBOOK_SOURCE=solutions builds the chapter modules from Solutions/,
-// WORKBOOK_CHAPTER=N includes only chapter N, WORKBOOK_SKIP_TESTS leaves the listed test
-// files out. Chapters/ holds a learner's work in progress with one exercise for each
-// verdict the runner can give.
+// WORKBOOK_CHAPTER=N includes only chapter N, WORKBOOK_SKIP_FILES leaves the listed files
+// (exercise files and tests) out. Chapters/ holds a learner's work in progress with one
+// exercise for each verdict the runner can give; in chapter 2, 2.1 does not compile and
+// 2.3 uses 2.1's function.
 
 import PackageDescription
 
@@ -20,9 +21,9 @@ let selected = chapters.filter { chapter in
   return Int(chapter.folder.prefix(2)) == wanted
 }
 
-let skippedTests = (environment["WORKBOOK_SKIP_TESTS"] ?? "").split(separator: ",")
-func skippedTests(under folder: String) -> [String] {
-  skippedTests.filter { $0.hasPrefix(folder + "/") }.map { String($0.dropFirst(folder.count + 1)) }
+let skippedFiles = (environment["WORKBOOK_SKIP_FILES"] ?? "").split(separator: ",")
+func skippedFiles(under folder: String) -> [String] {
+  skippedFiles.filter { $0.hasPrefix(folder + "/") }.map { String($0.dropFirst(folder.count + 1)) }
 }
 
 let package = Package(
@@ -41,13 +42,14 @@ let package = Package(
         .target(
           name: chapter.module,
           dependencies: ["MiniLegacy"],
-          path: "\(sourceRoot)/\(chapter.folder)"
+          path: "\(sourceRoot)/\(chapter.folder)",
+          exclude: skippedFiles(under: "\(sourceRoot)/\(chapter.folder)")
         ),
         .testTarget(
           name: "\(chapter.module)Tests",
           dependencies: [.target(name: chapter.module), "MiniLegacy", "MiniTesting"],
           path: "Tests/\(chapter.folder)Tests",
-          exclude: skippedTests(under: "Tests/\(chapter.folder)Tests")
+          exclude: skippedFiles(under: "Tests/\(chapter.folder)Tests")
         ),
       ]
     },

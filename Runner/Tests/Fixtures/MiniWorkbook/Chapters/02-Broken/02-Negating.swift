@@ -1,4 +1,5 @@
 /// Negates `value`.
 public func negate(_ value: Int) -> Int {
-  -value
+  // TODO: return the negated value.
+  value
 }

@@ -1,0 +1,9 @@
+import Testing
+
+@testable import Broken
+
+@Suite("2.3 Quartering") struct QuarteringTests {
+  @Test func quartersTwenty() {
+    #expect(quarter(20) == 5)
+  }
+}
