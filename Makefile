@@ -53,29 +53,12 @@ BUILD_VOLATILE := MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES MAKE_TERMOUT MAKE_TER
   MAKE_RESTARTS CHAPTER EXERCISE ALL QUICK RUNS NAME SOURCE PORT WORKBOOK_MAKE WORKBOOK_LONG_TESTS \
   WORKBOOK_EXPLAIN NO_COLOR OLDPWD PWD _ SHLVL COLUMNS LINES
 
-# The runner binary: rebuilt only when a runner source is newer, and quietly. For `make
-# check` and `make watch` on a fresh clone, the chapter to grade is built at the same time
-# (exactly as the runner builds it: same scratch path, same environment), so that the
-# first check waits for the longer of the two builds rather than for both in turn. A
-# chapter that does not compile is left for the runner to report.
+# The runner binary: rebuilt only when a runner source is newer, with live progress
+# (scripts/build-runner.sh). For `make check` and `make watch` on a fresh clone, the chapter
+# to grade is built at the same time, so that the first check waits for the longer of the
+# two builds rather than for both in turn.
 $(WORKBOOK): $(RUNNER_SOURCES)
-	@mkdir -p Runner/.build
-	@echo "building the grading runner (only when Runner/ changes)…" >&2
-	@chapter='$(FIRST_CHAPTER)'; prebuild=; \
-	if [[ "$$chapter" =~ ^[0-9]+$$ ]]; then \
-	  echo "building chapter $$chapter at the same time…" >&2; \
-	  mkdir -p .build-learner; \
-	  env $(addprefix -u ,$(BUILD_VOLATILE)) -u WORKBOOK_SOURCE -u WORKBOOK_SKIP_FILES \
-	    WORKBOOK_TESTS_ONLY=1 WORKBOOK_CHAPTER="$$chapter" \
-	    swift build --build-tests --package-path "$(CURDIR)" --scratch-path "$(CURDIR)/.build-learner" \
-	    > .build-learner/make-first-build.log 2>&1 & prebuild=$$!; \
-	fi; \
-	if ! swift build --package-path Runner --product workbook > Runner/.build/make-runner.log 2>&1; then \
-	  [[ -z "$$prebuild" ]] || kill "$$prebuild" 2>/dev/null; \
-	  cat Runner/.build/make-runner.log; echo "make: building the runner failed" >&2; exit 1; \
-	fi; \
-	[[ -z "$$prebuild" ]] || wait "$$prebuild" || true
-	@touch $@
+	@BUILD_VOLATILE='$(BUILD_VOLATILE)' scripts/build-runner.sh '$(FIRST_CHAPTER)'
 
 check: $(WORKBOOK) ## Grade exercises
 	@WORKBOOK_MAKE=1 $(WORKBOOK) check $(SELECT)
