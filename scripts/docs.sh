@@ -101,16 +101,58 @@ Fix them in docs/Workbook.docc and run 'make docs' again."
     die "DocC failed (exit status $status) without a diagnostic; its output is above."
   fi
 
-  # DocC-Render puts a line-break opportunity (<wbr>) at every change from a lower- to an
-  # upper-case letter in inline code, so `CoChannel` at the end of a line renders as "Co",
-  # then "Channel" on the next (swift-docc-render#825). Inline code breaks at its spaces
-  # instead, and inside a word only when the word cannot fit on a line of its own.
+  # Style fixes for DocC-Render, added to the <head> of every page:
+  #  - It puts a line-break opportunity (<wbr>) at every change from a lower- to an upper-case
+  #    letter in inline code, so `CoChannel` at the end of a line renders as "Co", then
+  #    "Channel" on the next (swift-docc-render#825). Inline code breaks at its spaces
+  #    instead, and inside a word only when the word cannot fit on a line of its own.
+  #  - A code block scrolls sideways, so the end of a long line (a runtime message, a
+  #    trailing comment) is off-screen. Code blocks wrap their long lines instead, and a
+  #    wrapped line goes on two columns to the right of where it starts (the script counts
+  #    each line's leading spaces into --workbook-indent).
+  #  - The navigator's title is cut with an ellipsis when it is longer than the sidebar is
+  #    wide; it wraps instead.
+  #  - A tutorial's code pane is as wide as half the viewport plus a column, measured in vw,
+  #    which counts the vertical scrollbar: the pane ends under the scrollbar and the page
+  #    scrolls sideways. The script measures the scrollbar (--workbook-scrollbar), and the
+  #    pane leaves room for it.
+  #  - A tutorial's introduction is drawn white on black in light mode as well: a black band
+  #    across a white page. It takes the page's light colors unless the reader chose dark.
   python3 - "$scratch/site" <<'PY'
 import pathlib, sys
-style = "<style>:not(pre)>code wbr{display:none}:not(pre)>code{overflow-wrap:break-word}</style>"
+rules = (
+    ":not(pre)>code wbr{display:none}:not(pre)>code{overflow-wrap:break-word}"
+    ".code-listing pre,.code-listing pre code{white-space:pre-wrap;overflow-wrap:anywhere}"
+    ".code-listing pre .code-line-container{display:inline-flex;width:100%}"
+    ".code-listing pre .code-number{flex:none}"
+    ".code-listing pre .code-line{flex:1 1 0;min-width:0;"
+    "padding-left:calc((var(--workbook-indent,0) + 2) * 1ch);"
+    "text-indent:calc((var(--workbook-indent,0) + 2) * -1ch)}"
+    ".navigator .card-link{white-space:normal}"
+    ".steps .asset-container.for-step-code"
+    "{width:calc(50vw - var(--workbook-scrollbar,0px) / 2 + 8.33333%)}"
+    "body:not([data-color-scheme=dark]) .tutorial-hero .hero.dark"
+    "{--color-tutorial-hero-background:#f0f0f0;--color-tutorial-hero-text:#1d1d1f;"
+    "--color-hero-eyebrow:#666}"
+    "body:not([data-color-scheme=dark]) .tutorial-hero .hero.dark :is(.heading,.metadata .content)"
+    "{color:var(--color-tutorial-hero-text)}"
+    "@media (prefers-color-scheme:dark){body[data-color-scheme=auto] .tutorial-hero .hero.dark"
+    "{--color-tutorial-hero-background:#000;--color-tutorial-hero-text:#fff;"
+    "--color-hero-eyebrow:#ccc}}"
+)
+script = (
+    "(()=>{const r=document.documentElement;"
+    "const f=()=>r.style.setProperty('--workbook-scrollbar',innerWidth-r.clientWidth+'px');"
+    "new ResizeObserver(f).observe(r);addEventListener('resize',f);"
+    "const g=()=>{for(const l of document.querySelectorAll('.code-listing .code-line')){"
+    "const n=String(/^ */.exec(l.textContent)[0].length);"
+    "if(l.style.getPropertyValue('--workbook-indent')!==n)l.style.setProperty('--workbook-indent',n)}};"
+    "new MutationObserver(g).observe(r,{childList:true,subtree:true,characterData:true})})()"
+)
+head = f"<style>{rules}</style><script>{script}</script></head>"
 for page in pathlib.Path(sys.argv[1]).rglob("index.html"):
     text = page.read_text()
-    page.write_text(text.replace("</head>", style + "</head>", 1))
+    page.write_text(text.replace("</head>", head, 1))
 PY
 
   rm -rf "$site"
