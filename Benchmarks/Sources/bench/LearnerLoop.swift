@@ -2,8 +2,9 @@
 // EXERCISE=N.K` takes after a save with the solution in place, and how long the first
 // `make check CHAPTER=1` takes on a fresh clone. scripts/bench-loop.sh does the work in a
 // scratch clone (so the learner's own tree is never touched) and writes one line per
-// timing; this reads them into rows, each with its goal (issue 12): every exercise ≤ 5 s,
-// the median over the exercises ≤ 2 s, the cold first check ≤ 30 s.
+// timing; this reads them into rows, each with its goal (issues 12 and 17): every exercise
+// ≤ 5 s, the median over the exercises ≤ 2 s, the cold first check ≤ 20 s on a quiet
+// machine (the same check with busy loops running is reported without a goal).
 
 import Foundation
 
@@ -11,7 +12,7 @@ import Foundation
 enum LoopGoal {
   static let everyExercise = 5.0
   static let medianExercise = 2.0
-  static let coldCheck = 30.0
+  static let coldCheck = 20.0
 }
 
 /// Times the loop with scripts/bench-loop.sh, or reads the timings of an earlier run of it
@@ -60,6 +61,7 @@ func learnerLoopRows(_ text: String) -> (entries: [Entry], notes: [String]) {
   let group = "The learner's loop"
 
   var cold: [Double] = []
+  var coldBusy: [(seconds: Double, loops: String)] = []
   var order: [String] = []
   var warm: [String: [Double]] = [:]
   var notPassed: [String] = []
@@ -70,6 +72,8 @@ func learnerLoopRows(_ text: String) -> (entries: [Entry], notes: [String]) {
     switch words.first {
     case "cold" where words.count == 2:
       if let value = Double(words[1]) { cold.append(value) }
+    case "coldbusy" where words.count == 3:
+      if let value = Double(words[1]) { coldBusy.append((value, words[2])) }
     case "warm" where words.count == 4:
       guard let value = Double(words[2]) else { continue }
       if warm[words[1]] == nil { order.append(words[1]) }
@@ -96,6 +100,14 @@ func learnerLoopRows(_ text: String) -> (entries: [Entry], notes: [String]) {
       variant: "builds runner + Chapter 1 at once, grades", unit: .seconds)
     entry.samples = cold
     entry.versus = goal(entry.median, LoopGoal.coldCheck) + " (one run)"
+    entries.append(entry)
+  }
+  for (seconds, loops) in coldBusy {
+    var entry = Entry(
+      group: group, configuration: "the same, with \(loops) busy loops running",
+      variant: "builds runner + Chapter 1 at once, grades", unit: .seconds)
+    entry.samples = [seconds]
+    entry.versus = "no goal: what a busy machine costs (one run)"
     entries.append(entry)
   }
   let medians = order.map { id in (id, quantile(warm[id] ?? [], 0.5)) }

@@ -148,7 +148,7 @@ public enum App {
     let grader = Grader(
       options: GraderOptions(
         root: root, source: .learner, timeout: invocation.timeout, jobs: invocation.jobs),
-      status: StatusLine(enabled: terminal.progress && !invocation.json))
+      status: StatusLine(enabled: terminal.progress && !invocation.json, plain: !invocation.json))
     // A chapter without exercises has nothing to build or grade.
     let graded = try grader.grade(selection.filter { !$0.exercises.isEmpty }).reports
     let chapters = selection.map { entry in

@@ -170,9 +170,14 @@ public enum BuildStep {
     return attributes?[.modificationDate] as? Date ?? .distantPast
   }
 
-  /// The last "[12/40]" progress marker in SwiftPM's output.
+  /// The last step SwiftPM printed, as "12/40 Compiling Callbacks": its step count and
+  /// what it was doing, with the module's name but not the files.
   static func lastStep(in output: String) -> String? {
-    guard let match = output.matches(of: #/\[(\d+)/(\d+)\]/#).last else { return nil }
-    return "\(match.output.1)/\(match.output.2)"
+    guard
+      let match = output.matches(of: #/\[(\d+)/(\d+)\](?: ([A-Za-z]+)(?: ([A-Za-z0-9_-]+))?)?/#)
+        .last
+    else { return nil }
+    let action = [match.output.3, match.output.4].compactMap { $0 }.joined(separator: " ")
+    return "\(match.output.1)/\(match.output.2)" + (action.isEmpty ? "" : " \(action)")
   }
 }

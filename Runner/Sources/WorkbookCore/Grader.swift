@@ -174,7 +174,7 @@ public struct Grader: Sendable {
   {
     status.show("building \(label)…")
     return try BuildStep.run(request(chapter: chapter, skipping: skipped)) { step in
-      status.show("building \(label)… [\(step)]")
+      status.show("building \(label)… \(step)")
     }
   }
 

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Synchronization
 
@@ -49,15 +50,35 @@ public struct Terminal: Sendable {
   }
 }
 
-/// A one-line status on stderr ("building chapter 1… 12/40"), rewritten in place and
-/// erased when done. Does nothing unless stderr is a terminal.
+/// A one-line status on stderr ("building chapter 1… 12/40 Compiling Callbacks"), rewritten
+/// in place and erased when done, when stderr is a terminal. When it is not (a pipe, an
+/// editor's task, CI) and `plain` is set, a long wait still shows: the newest status as a
+/// plain line, at most every ``plainInterval`` seconds, the first after that long.
 public final class StatusLine: Sendable {
   private let enabled: Bool
+  private let plain: Bool
   private let shown = Mutex(false)
+  private let lastPlain: Mutex<DispatchTime>
+  public static let plainInterval = 10.0
 
-  public init(enabled: Bool) { self.enabled = enabled }
+  public init(enabled: Bool, plain: Bool = false) {
+    self.enabled = enabled
+    self.plain = plain && !enabled
+    lastPlain = Mutex(DispatchTime.now())
+  }
 
   public func show(_ text: String) {
+    if plain {
+      let now = DispatchTime.now()
+      let due = lastPlain.withLock { last in
+        guard Double(now.uptimeNanoseconds - last.uptimeNanoseconds) / 1e9 >= Self.plainInterval
+        else { return false }
+        last = now
+        return true
+      }
+      if due { FileHandle.standardError.write(Data("\(text)\n".utf8)) }
+      return
+    }
     guard enabled else { return }
     shown.withLock { shown in
       FileHandle.standardError.write(Data("\r\u{1B}[2K\(text)".utf8))

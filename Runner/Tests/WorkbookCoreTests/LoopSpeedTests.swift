@@ -48,3 +48,20 @@ import Testing
         == .some("Tests/02-DelegatesTests/01-ImagePickerTests.swift"))
   }
 }
+
+/// What the status line shows while SwiftPM builds.
+@Suite struct BuildProgressTests {
+  @Test func showsTheStepCountAndTheModule() {
+    let output = """
+      Building for debugging...
+      [3/40] Compiling LegacyKit Clock.swift
+      [12/40] Compiling Callbacks 01-WarmUp.swift
+      """
+    #expect(BuildStep.lastStep(in: output) == "12/40 Compiling Callbacks")
+    #expect(
+      BuildStep.lastStep(in: "[40/40] Linking WorkbookPackageTests.xctest")
+        == "40/40 Linking WorkbookPackageTests")
+    #expect(BuildStep.lastStep(in: "[7/9]") == "7/9")
+    #expect(BuildStep.lastStep(in: "Building for debugging...") == nil)
+  }
+}
