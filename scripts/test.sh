@@ -8,7 +8,8 @@
 #                     and checks the docs show them as they are, then DocC (fails on
 #                     warnings); then scripts/docs-check.sh: every page loaded in headless
 #                     Chromium (titles, internal links, images), and its self-test on a copy
-#                     of the site with planted problems
+#                     of the site with planted problems; then scripts/samples.py check:
+#                     the sample printouts in the docs are what the runner prints
 #   5. tsan           scripts/tsan.sh: the solutions' tests (every chapter and the support
 #                     modules') under Thread Sanitizer, in .build-tsan; fails on any report
 #   6. verify         workbook verify: metadata, solutions pass, starters get their verdicts
@@ -75,6 +76,8 @@ if [[ -f scripts/docs.sh ]]; then
   fi
   bash scripts/docs-check.sh || fail "docs (docs-check)"
   bash scripts/docs-check.sh --self-test || fail "docs (docs-check self-test)"
+  # The sample printouts in the README and "How grading works" against a real run.
+  python3 scripts/samples.py check || fail "docs (samples)"
 else
   echo "skipped: scripts/docs.sh is not here yet"
 fi

@@ -52,16 +52,18 @@ public enum CompileFailure {
   static func neededLines(_ needs: [LeftOut.Need], chapter: Chapter) -> [String] {
     var byExercise: [(id: String, names: [String])] = []
     for need in needs {
+      let names = need.name.map { [$0] } ?? []
       if let index = byExercise.firstIndex(where: { $0.id == need.exercise }) {
-        byExercise[index].names.append(need.name)
+        byExercise[index].names.append(contentsOf: names)
       } else {
-        byExercise.append((need.exercise, [need.name]))
+        byExercise.append((need.exercise, names))
       }
     }
     return byExercise.map { entry in
       let name = chapter.exercises.first { $0.id == entry.id }?.name ?? ""
-      let names = entry.names.map { "`\($0)`" }.joined(separator: ", ")
-      return "uses your \(names) from \(entry.id) (\(name)), which does not compile; fix "
+      let what =
+        entry.names.isEmpty ? "code" : entry.names.map { "`\($0)`" }.joined(separator: ", ")
+      return "uses your \(what) from \(entry.id) (\(name)), which does not compile; fix "
         + "\(entry.id) first (make check EXERCISE=\(entry.id) shows its errors)"
     }
   }

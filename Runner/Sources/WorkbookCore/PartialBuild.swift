@@ -7,12 +7,13 @@ public enum LeftOut: Sendable, Equatable {
   /// Its file, or its tests against it, have compiler errors.
   case errors([Diagnostic], inTests: Bool)
   /// It compiles only with code from other exercises that were left out: each entry is
-  /// one of those exercises and the name the compiler could not find without it.
+  /// one of those exercises and, when the errors show it, the name it uses from it.
   case needs([Need])
 
   public struct Need: Sendable, Equatable {
     public var exercise: String
-    public var name: String
+    /// The name it uses from that exercise, when the errors show one.
+    public var name: String?
   }
 
   /// True when the exercise's own files are at fault (missing or with errors), not only
@@ -137,29 +138,31 @@ public struct PartialBuild: Sendable {
     }
     if build.diagnostics.allSatisfy({ $0.severity != .error }) { unattributed = true }
     defer { failedBuilds += 1 }
-    let leftBefore = leftOut.map(\.id)
+    let leftBefore = leftOut.map(\.id)  // missing files included: they declare nothing
     for id in order {
       guard let entry = found[id] else { continue }
       // After the first build, an exercise that compiled before and fails now uses code of
       // the exercises left out since.
-      // Errors that name nothing the left-out files declare are its own (the compiler
-      // reports some errors only once others are fixed).
-      let needed = needs(entry.errors, from: leftBefore)
-      if needed.isEmpty {
-        leftOut.append((id, .errors(entry.errors, inTests: entry.inTests)))
+      // Removing files can only take declarations away, so after the first build an
+      // exercise that compiled before and fails now uses code of the ones left out.
+      if failedBuilds > 0, !leftBefore.isEmpty {
+        let named = needs(entry.errors, from: leftBefore)
+        leftOut.append(
+          (id, .needs(named.isEmpty ? leftBefore.map { LeftOut.Need(exercise: $0) } : named)))
       } else {
-        leftOut.append((id, .needs(needed)))
+        leftOut.append((id, .errors(entry.errors, inTests: entry.inTests)))
       }
     }
     return !order.isEmpty && !unattributed && !remaining.isEmpty
   }
 
-  /// Which of `candidates` (left-out exercise ids) declare a name the errors say is
-  /// missing; empty when none does.
+  /// Which of `candidates` (left-out exercise ids) declare a name the errors use: a name
+  /// the compiler quotes (`cannot find 'half' in scope`), else a name on the line the error
+  /// points at (a call whose labels no longer match); empty when none does.
   func needs(_ errors: [Diagnostic], from candidates: [String]) -> [LeftOut.Need] {
-    var result: [LeftOut.Need] = []
-    for error in errors {
-      for name in Self.quotedNames(in: error.message) {
+    func matches(_ names: [String]) -> [LeftOut.Need] {
+      var result: [LeftOut.Need] = []
+      for name in names {
         for id in candidates {
           guard let exercise = chapter.exercises.first(where: { $0.id == id }),
             declares(name, in: exercise),
@@ -168,8 +171,19 @@ public struct PartialBuild: Sendable {
           result.append(LeftOut.Need(exercise: id, name: name))
         }
       }
+      return result
     }
-    return result
+    let quoted = matches(errors.flatMap { Self.quotedNames(in: $0.message) })
+    if !quoted.isEmpty { return quoted }
+    return matches(errors.compactMap(\.sourceLine).flatMap(Self.identifiers(in:)))
+  }
+
+  /// The identifiers on a line of code, in order, without repeats.
+  static func identifiers(in line: String) -> [String] {
+    var seen: Set<String> = []
+    return line.matches(of: #/[A-Za-z_][A-Za-z0-9_]*/#).map { String($0.output) }.filter {
+      seen.insert($0).inserted
+    }
   }
 
   /// The names the compiler quotes in a message: `cannot find 'half' in scope` → half.

@@ -154,14 +154,28 @@ extension GoldenTests {
     #expect(plan.remaining.map(\.id) == ["2.2"])
   }
 
-  @Test func anErrorThatNamesNothingLeftOutIsTheExercisesOwn() {
+  @Test func aNameOnTheErrorsLineTellsWhichExerciseIsNeeded() {
     var plan = PartialBuild(chapter: Self.chapter, source: .learner, root: Self.root)
     _ = plan.leaveOut(
       after: Self.failed([Self.error("Chapters/02-Broken/01-Halving.swift", "cannot find 'valu'")]))
-    let own = Self.error(
-      "Chapters/02-Broken/02-Negating.swift", "missing return in global function")
+    var labels = Self.error("Chapters/02-Broken/03-Quartering.swift", "extra argument in call")
+    labels.sourceLine = "  half(half(value))"
+    _ = plan.leaveOut(after: Self.failed([labels]))
+    #expect(plan.reason(for: "2.3") == .needs([LeftOut.Need(exercise: "2.1", name: "half")]))
+  }
+
+  @Test func anExerciseThatFailsOnlyOnceOthersAreLeftOutNeedsThemEvenUnnamed() {
+    var plan = PartialBuild(chapter: Self.chapter, source: .learner, root: Self.root)
+    _ = plan.leaveOut(
+      after: Self.failed([Self.error("Chapters/02-Broken/01-Halving.swift", "cannot find 'valu'")]))
+    let own = Self.error("Chapters/02-Broken/02-Negating.swift", "ambiguous use of operator")
     _ = plan.leaveOut(after: Self.failed([own]))
-    #expect(plan.reason(for: "2.2") == .errors([own], inTests: false))
+    #expect(plan.reason(for: "2.2") == .needs([LeftOut.Need(exercise: "2.1")]))
+    #expect(
+      CompileFailure.neededLines([LeftOut.Need(exercise: "2.1")], chapter: Self.chapter) == [
+        "uses your code from 2.1 (Halving), which does not compile; fix 2.1 first "
+          + "(make check EXERCISE=2.1 shows its errors)"
+      ])
   }
 
   @Test func errorsInATestFileCountAgainstItsExercise() {
