@@ -3,8 +3,9 @@
 #
 #   scripts/docs.sh build     check the code listings, then render docs/Workbook.docc into
 #                             docs/site (static hosting); any DocC warning fails the build
-#   scripts/docs.sh preview   build if anything changed, then serve docs/site on
-#                             127.0.0.1 (PORT=8000 by default) until Ctrl-C
+#   scripts/docs.sh preview   render docs/site if an article changed (without the listings
+#                             check: that is build's job), then serve it on 127.0.0.1
+#                             (PORT=8000 by default) until Ctrl-C
 #
 # `make docs` and `make docs-preview` call this script. It works from any directory.
 # DOCC=/path/to/docc picks a specific DocC; otherwise `docc` on PATH, or `xcrun docc`.
@@ -13,6 +14,9 @@
 # a source under docs/Listings/ (scripts/listings.py explains the markers). Before rendering,
 # build compiles each source against the support modules and checks that every copy is
 # current, so a listing cannot rot: `make listings` rewrites the copies after an edit.
+# That compile takes a minute the first time, so preview skips it: a reader sees the
+# articles in seconds, and `make docs` (which `make test` runs) still fails on a stale or
+# broken listing.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -22,16 +26,56 @@ site="$root/docs/site"
 # The catalog's root page is Workbook.md, so the site opens at this path.
 landing="documentation/workbook"
 scratch=""
+ticker=""
 
 die() {
+  stop_ticker
   echo "docs: $*" >&2
   exit 1
 }
 
+# While a step runs, says every few seconds what the wait is for: "docs: still $1 (15 s)".
+# The first line comes after 5 s, so a quick step prints nothing.
+start_ticker() {
+  stop_ticker
+  local what="$1" parent="$$"
+  (
+    seconds=0
+    # The sleeps' output goes nowhere, so that a reader of the pipe (`| tee`) does not wait
+    # for a sleep that outlives the ticker.
+    while sleep 1 </dev/null >/dev/null 2>&1; do
+      kill -0 "$parent" 2>/dev/null || exit 0
+      seconds=$((seconds + 1))
+      if ((seconds == 5 || (seconds > 5 && seconds % 10 == 5))); then
+        echo "docs: still $what ($seconds s)"
+      fi
+    done
+  ) &
+  ticker=$!
+}
+
+stop_ticker() {
+  if [[ -n "$ticker" ]]; then
+    kill "$ticker" 2>/dev/null || true
+    wait "$ticker" 2>/dev/null || true
+    ticker=""
+  fi
+}
+
+# The EXIT trap of a direct run: no ticker or scratch folder outlives the script.
+cleanup() {
+  stop_ticker
+  if [[ -n "$scratch" ]]; then
+    rm -rf "$scratch"
+  fi
+}
+
 usage() {
   cat >&2 <<'USAGE'
-usage: scripts/docs.sh build     render the DocC catalog into docs/site (fails on any warning)
-       scripts/docs.sh preview   build if needed, then serve docs/site on 127.0.0.1
+usage: scripts/docs.sh build     compile and check the code listings, then render docs/site
+                                 (fails on any warning)
+       scripts/docs.sh preview   render the articles if they changed (no listings compile),
+                                 then serve docs/site on 127.0.0.1
                                  (PORT=8000 by default; PORT=NNNN to choose)
 USAGE
   exit 2
@@ -58,25 +102,38 @@ or set DOCC=/path/to/docc."
 check_listings() {
   command -v python3 >/dev/null 2>&1 \
     || die "checking the code listings needs python3, and python3 is not on PATH."
+  echo "docs: compiling the code listings under docs/Listings/ (the first time also builds \
+the support modules: about a minute)"
+  start_ticker "compiling the code listings"
   python3 "$root/scripts/listings.py" typecheck \
     || die "a listing source under docs/Listings/ does not compile; fix it (errors above), \
 then run 'make listings'."
+  stop_ticker
   python3 "$root/scripts/listings.py" check \
     || die "the docs' code listings are not in step with docs/Listings/ (see above); \
 run 'make listings' to copy the sources into the docs, then 'make docs' again."
 }
 
+# build          check the listings, render the site, and say how to serve it
+# build preview  only render the site (preview serves it next)
 build() {
+  local mode="${1:-full}"
   [[ -d "$catalog" ]] || die "no DocC catalog at $catalog"
   find_docc
-  check_listings
+  if [[ "$mode" == full ]]; then
+    check_listings
+  fi
 
   # Render into a scratch folder and swap it in only on success, so a failed build never
   # leaves a half-written site behind.
   scratch="$(mktemp -d "${TMPDIR:-/tmp}/workbook-docs.XXXXXX")"
-  trap 'rm -rf "$scratch"' EXIT
   local log="$scratch/docc.log"
+  # The site shows the catalog as it was when the render started: stamped with this time,
+  # it counts as stale (needs_build) if a file changes while DocC reads it.
+  touch "$scratch/started"
 
+  echo "docs: rendering docs/Workbook.docc into ${site#"$root"/}/ with DocC"
+  start_ticker "rendering the articles with DocC"
   local status=0
   "${docc[@]}" convert "$catalog" \
     --output-path "$scratch/site" \
@@ -86,6 +143,7 @@ build() {
     --fallback-bundle-identifier "org.workbook.swift-concurrency" \
     --default-code-listing-language swift \
     >"$log" 2>&1 || status=$?
+  stop_ticker
 
   # With --warnings-as-errors every warning is reported as an error; count both words
   # so the message stays right if DocC changes how it labels them.
@@ -155,25 +213,30 @@ for page in pathlib.Path(sys.argv[1]).rglob("index.html"):
     page.write_text(text.replace("</head>", head, 1))
 PY
 
+  touch -r "$scratch/started" "$scratch/site/index.html"
   rm -rf "$site"
   mkdir -p "$(dirname "$site")"
   mv "$scratch/site" "$site"
   rm -rf "$scratch"
+  scratch=""
 
   # Articles and tutorial pages alike: the same pages that docs-check loads.
   local pages
   pages="$(find "$site/$landing" "$site/tutorials" -name index.html 2>/dev/null | wc -l | tr -d ' ')"
   echo "docs: built $pages pages with 0 warnings into ${site#"$root"/}/"
-  echo "docs: the site needs a web server (it loads its pages as JSON):"
-  echo "      run 'make docs-preview' and open /$landing"
+  if [[ "$mode" == full ]]; then
+    echo "docs: the site needs a web server (it loads its pages as JSON):"
+    echo "      run 'make docs-preview' and open /$landing"
+  fi
 }
 
-# True when the site is missing or older than any file of the catalog or this script.
+# True when the site is missing or older than any file it is rendered from: the catalog
+# and this script (which adds the style fixes). The listing sources under docs/Listings/
+# are not among them: the articles hold copies, and build checks that they are current.
 needs_build() {
   local stamp="$site/index.html"
   [[ -f "$stamp" ]] || return 0
-  [[ -n "$(find "$catalog" "$root/docs/Listings" "$script" "$root/scripts/listings.py" \
-    -newer "$stamp" -print -quit)" ]]
+  [[ -n "$(find "$catalog" "$script" -newer "$stamp" -print -quit)" ]]
 }
 
 # Prints the first port from $1 that 127.0.0.1 can bind, trying up to $2 ports.
@@ -183,6 +246,11 @@ import socket, sys
 first, tries = int(sys.argv[1]), int(sys.argv[2])
 for port in range(first, min(first + tries, 65536)):
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        # http.server binds with SO_REUSEADDR, so a port whose last connections still linger
+        # in TIME_WAIT (a preview stopped a moment ago) is free for it. On Linux the option
+        # never allows a port that a server listens on; elsewhere it may, so it stays off.
+        if sys.platform.startswith("linux"):
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError:
@@ -204,18 +272,19 @@ preview() {
     first=$((10#$PORT)) tries=1
   fi
 
-  if needs_build; then
-    build
-  else
-    echo "docs: docs/site is up to date"
-  fi
-
+  # The port first: a busy one is reported before any wait.
   local port
   if ! port="$(free_port "$first" "$tries")"; then
     if ((tries == 1)); then
       die "port $first on 127.0.0.1 is in use; choose another, e.g. PORT=8080 make docs-preview"
     fi
     die "no free port from $first to $((first + tries - 1)) on 127.0.0.1; choose one with PORT=NNNN"
+  fi
+
+  if needs_build; then
+    build preview
+  else
+    echo "docs: docs/site is up to date"
   fi
 
   echo "docs: serving docs/site on 127.0.0.1 only; press Ctrl-C to stop"
@@ -226,6 +295,7 @@ preview() {
 # scripts/docs-check.sh sources this file for its helpers (needs_build, free_port);
 # only a direct run acts on the command line.
 if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+  trap cleanup EXIT
   case "${1:-}" in
     build) build ;;
     preview) preview ;;
