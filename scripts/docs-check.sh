@@ -2,12 +2,16 @@
 # Checks the rendered DocC site the way a reader sees it: in headless Chromium.
 #
 #   scripts/docs-check.sh             build docs/site if needed, serve it on 127.0.0.1, load
-#                                     every page, and fail (naming the page) on a missing
-#                                     title, a broken internal link or an image that does
-#                                     not load; saves screenshots in .build-docs/screenshots
+#                                     every page in a 1280 px wide window, and fail (naming
+#                                     the page) on a missing title, a broken internal link,
+#                                     an image that does not load, a page or code block that
+#                                     scrolls sideways, or a title cut with an ellipsis;
+#                                     saves screenshots in .build-docs/screenshots
 #   scripts/docs-check.sh --self-test plant a missing page, broken links, a missing anchor,
-#                                     a missing and a corrupt image in a copy of the site,
-#                                     and make sure the check reports every one of them
+#                                     a missing and a corrupt image, a code block and a page
+#                                     too wide, and titles too long for the sidebar and the
+#                                     breadcrumbs in a copy of the site, and make sure the
+#                                     check reports every one of them
 #
 # `make docs-check` runs the first, `make test` both. Chromium comes from
 # scripts/install-chromium.sh (it installs Debian's package when none is found; set

@@ -16,7 +16,16 @@ index.html) it fails, naming the page, when:
     element on the target page;
   - an image does not load: after every image is made eager and scrolled into view, each
     <img> must be complete with a natural width above 0, no image request may fail, and
-    DocC must not have swapped an image for its "Image failed to load" placeholder.
+    DocC must not have swapped an image for its "Image failed to load" placeholder;
+  - the page scrolls sideways in a 1280 px wide window: the document is wider than the
+    window (scrollWidth > clientWidth by more than 2 px), or a code block is wider than its
+    box, so the end of its long lines is off-screen;
+  - a title is cut: an element that DocC cuts with an ellipsis (the sidebar's title and
+    items, the page titles in the breadcrumbs, a tutorial's navigation) is narrower than
+    its text (scrollWidth > clientWidth). The page's own <h1> wraps instead of being cut.
+
+The window has a classic scrollbar, as a reader's has on Linux and Windows, so the layout
+is measured in the width left beside it (1265 of 1280 px with Chromium's on Linux).
 
 `--plant SITE COPY PAGES` makes the self-test's broken copy of a site (see
 scripts/docs-check.sh --self-test).
@@ -70,6 +79,65 @@ SCROLL = r"""
   await pause();
   window.scrollTo(0, 0);
   return document.images.length;
+})()
+"""
+
+# What is wider than its box: the page (naming the outermost element that sticks out), each
+# code block's scrolling box (with its longest line), and every title cut short. Runs once the
+# page is rendered and scrolled back to its top.
+LAYOUT = r"""
+(() => {
+  const slack = 2;  // px of overflow that is rounding, not a problem
+  const root = document.documentElement;
+  const width = root.clientWidth;
+  const name = e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') +
+    [...e.classList].slice(0, 2).map(c => '.' + c).join('');
+  const shown = e => e.getClientRects().length > 0 && getComputedStyle(e).visibility === 'visible';
+  // True when an ancestor box that ends inside the window clips the element.
+  const clipped = e => {
+    for (let a = e.parentElement; a && a !== document.body; a = a.parentElement) {
+      if (getComputedStyle(a).overflowX !== 'visible' &&
+          a.getBoundingClientRect().right <= width + slack) return true;
+    }
+    return false;
+  };
+  const result = {window: window.innerWidth, width, page: null, code: [], cut: []};
+  if (root.scrollWidth > width + slack) {
+    let culprit = null;
+    for (const e of document.body.querySelectorAll('*')) {
+      const r = e.getBoundingClientRect();
+      if (r.width > 0 && r.right > width + slack && shown(e) && !clipped(e)) {
+        culprit = name(e) + ' ends at ' + Math.round(r.right) + ' px';
+        break;
+      }
+    }
+    result.page = {scrollWidth: root.scrollWidth, culprit};
+  }
+  for (const pre of document.querySelectorAll('pre')) {
+    if (!shown(pre)) continue;
+    // The box that scrolls: the <pre> or one of its nearest ancestors (DocC's is a <div>).
+    let box = null;
+    for (let e = pre, up = 0; e && e !== document.body && up < 4; e = e.parentElement, up++) {
+      if (getComputedStyle(e).overflowX !== 'visible' && e.scrollWidth > e.clientWidth + slack) {
+        box = e;
+        break;
+      }
+    }
+    if (box === null) continue;
+    const lines = pre.innerText.split('\n');
+    const longest = lines.reduce((a, b) => (b.length > a.length ? b : a), '');
+    result.code.push({scrollWidth: box.scrollWidth, clientWidth: box.clientWidth,
+                      line: longest.trim()});
+  }
+  for (const e of document.body.querySelectorAll('*')) {
+    if (getComputedStyle(e).textOverflow !== 'ellipsis') continue;
+    if (!shown(e) || e.scrollWidth <= e.clientWidth) continue;
+    const where = e.closest('.navigator') ? 'in the sidebar'
+      : e.closest('nav, .hierarchy') ? 'in the navigation bar' : 'on the page';
+    result.cut.push({text: (e.innerText || '').trim().replace(/\s+/g, ' '), where,
+                     scrollWidth: e.scrollWidth, clientWidth: e.clientWidth});
+  }
+  return JSON.stringify(result);
 })()
 """
 
@@ -133,7 +201,6 @@ class Chromium:
             "--remote-debugging-pipe",
             f"--user-data-dir={self.profile}",
             "--window-size=1280,900",
-            "--hide-scrollbars",
             "--disable-gpu",
             "--disable-dev-shm-usage",
             "--no-first-run",
@@ -359,6 +426,7 @@ class Page:
         self.images: list[dict] = []
         self.broken_links = 0
         self.missing_images = 0
+        self.layout_problems = 0
         self.untitled = False
 
 
@@ -462,12 +530,31 @@ def failed_images(browser: Chromium) -> list[str]:
 def screenshot(browser: Chromium, file: Path, clip=None, full=False):
     params: dict = {"format": "png"}
     if full:
-        metrics = browser.call("Page.getLayoutMetrics")
-        size = metrics.get("cssContentSize") or metrics["contentSize"]
-        height = min(size["height"], 4500)  # enough to see the page; keeps the file small
-        params["clip"] = {"x": 0, "y": 0, "width": size["width"], "height": height, "scale": 1}
-        params["captureBeyondViewport"] = True
-    elif clip:
+        # The window grows as tall as the page (4500 px at most: enough to see it, and the
+        # file stays small) and keeps its width. Capturing beyond the viewport instead lays
+        # the page out again at another size, and DocC narrows its sidebar for that, so the
+        # picture would not show what the checks measured.
+        width, height = json.loads(
+            browser.evaluate(
+                "JSON.stringify([window.innerWidth, document.documentElement.scrollHeight])"
+            )
+        )
+        height = min(height, 4500)
+        browser.call(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+        )
+        try:
+            browser.pump(0.3)  # DocC's resize handlers
+            params["clip"] = {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}
+            data = browser.call("Page.captureScreenshot", params, timeout=30)["data"]
+        finally:
+            browser.call("Emulation.clearDeviceMetricsOverride")
+            browser.pump(0.3)
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_bytes(base64.b64decode(data))
+        return
+    if clip:
         x, y, w, h = clip
         pad = 12
         params["clip"] = {
@@ -596,6 +683,10 @@ def run(args) -> int:
                 page.rendered = False
             if not page.rendered:
                 continue
+            layout = json.loads(browser.evaluate(LAYOUT))
+            for problem in layout_problems(layout):
+                page.problems.append(problem)
+                page.layout_problems += 1
             collected = json.loads(browser.evaluate(COLLECT))
             page.ids = set(collected["ids"])
             page.links = collected["links"]
@@ -679,6 +770,7 @@ def run(args) -> int:
     untitled = sum(p.untitled for p in selected)
     broken = sum(p.broken_links for p in selected)
     missing = sum(p.missing_images for p in selected)
+    layout = sum(p.layout_problems for p in selected)
     failed = sum(bool(p.problems) for p in selected)
     for file in saved:
         if file.parent == shots:
@@ -688,7 +780,8 @@ def run(args) -> int:
         print(f"docs-check: {len(crops)} image crops in {os.path.relpath(shots / 'images')}/")
     summary = (
         f"docs-check: {count(len(selected), 'page')}, {count(broken, 'broken link')}, "
-        f"{count(missing, 'missing image')}"
+        f"{count(missing, 'missing image')}, {count(layout, 'layout problem')} "
+        "(sideways scrolling or a cut title in a 1280 px window)"
     )
     if untitled:
         their = "its" if untitled == 1 else "their"
@@ -700,7 +793,8 @@ def run(args) -> int:
             "allow more with DOCS_CHECK_TIMEOUT=600",
             file=sys.stderr,
         )
-    if any("within" in problem for p in selected for problem in p.problems):
+    slow = ("no title rendered within", "did not finish loading within")
+    if any(s in problem for p in selected for problem in p.problems for s in slow):
         print(
             f"docs-check: each page may take {args.page_timeout:g} s; on a slow or busy "
             "machine allow more with DOCS_CHECK_PAGE_TIMEOUT=60",
@@ -714,6 +808,31 @@ def run(args) -> int:
         )
         return 1
     return 0
+
+
+def layout_problems(layout: dict) -> list[str]:
+    """The LAYOUT measurements of one page as problems to report."""
+    problems = []
+    window, width = layout["window"], layout["width"]
+    if layout["page"]:
+        page = layout["page"]
+        culprit = f"; {page['culprit']}" if page["culprit"] else ""
+        problems.append(
+            f"the page scrolls sideways in a {window} px window: it is {page['scrollWidth']} px "
+            f"wide, and {width} px fit beside the scrollbar{culprit}"
+        )
+    for code in layout["code"]:
+        problems.append(
+            f"a code block scrolls sideways in a {window} px window: {code['scrollWidth']} px "
+            f"of code in a {code['clientWidth']} px box, so its long lines end off-screen; "
+            f"the longest: {shorten(code['line'])!r}"
+        )
+    for cut in layout["cut"]:
+        problems.append(
+            f"a title {cut['where']} is cut: {shorten(cut['text'])!r} needs "
+            f"{cut['scrollWidth']} px and has {cut['clientWidth']} px"
+        )
+    return problems
 
 
 def shorten(text: str, limit: int = 60) -> str:
@@ -798,7 +917,79 @@ def plant(source: Path, copy: Path, landing: str = "/documentation/workbook"):
             break
     else:
         raise CheckError("the self-test needs images on two pages besides Chapter 2")
+
+    # Layout problems, each on an article of its own that no other plant touched.
+    articles = [
+        "/" + file.relative_to(data).with_suffix("").as_posix()
+        for file in sorted((data / landing.strip("/")).glob("*.json"))
+    ]
+    free = [path for path in articles if path not in pages]
+    if len(free) < 4:
+        raise CheckError("the self-test needs four more articles to plant layout problems in")
+    code_page, wide_page, sidebar_page, title_page = free[:4]
+    pages += free[:4]
+
+    # A code block that scrolls sideways: a long line, on a page that lost the rule that
+    # makes code wrap (as if scripts/docs.sh no longer added it).
+    line = "planted long line:" + " and on" * 60
+    edit_json(data, code_page, lambda page: page["primaryContentSections"][0]["content"].insert(
+        0, {"type": "codeListing", "syntax": "text", "code": [line]}))
+    add_style(copy, code_page, ".code-listing pre,.code-listing pre code{white-space:pre!important}")
+    expected.append("the longest: 'planted long line:")
+
+    # A page wider than the window.
+    add_style(copy, wide_page, "main{min-width:1600px}")
+    expected.append("the page scrolls sideways in a 1280 px window")
+
+    # A sidebar item whose title is too long for it: the navigator's titles come from
+    # index/index.json.
+    index_json = copy / "index" / "index.json"
+    index = json.loads(index_json.read_text())
+    node = find_node(index, sidebar_page)
+    if node is None:
+        raise CheckError(f"the sidebar index has no item for {sidebar_page}")
+    node["title"] = "Planted title, far too long for the sidebar: " + node["title"]
+    index_json.write_text(json.dumps(index))
+    expected.append("a title in the sidebar is cut: 'Planted title, far too long")
+
+    # A page title too long for the breadcrumbs, which cut it with an ellipsis.
+    def retitle(page):
+        page["metadata"]["title"] = (
+            "Planted page title, long enough that the breadcrumbs must cut it short: "
+            + page["metadata"]["title"]
+        )
+    edit_json(data, title_page, retitle)
+    expected.append("a title in the navigation bar is cut: 'Planted page title")
     return expected, pages
+
+
+def edit_json(data: Path, path: str, change):
+    """Applies `change` to the JSON of the page at `path`."""
+    file = data / (path.strip("/") + ".json")
+    page = json.loads(file.read_text())
+    change(page)
+    file.write_text(json.dumps(page))
+
+
+def add_style(site: Path, path: str, css: str):
+    """Adds a style sheet to the page at `path` (its own index.html), after DocC's and ours."""
+    file = site / path.strip("/") / "index.html"
+    file.write_text(file.read_text().replace("</head>", f"<style>{css}</style></head>", 1))
+
+
+def find_node(node, path: str):
+    """The navigator index item for `path`, searched depth first."""
+    if isinstance(node, dict):
+        if node.get("path") == path:
+            return node
+        children = node.get("children", []) + [
+            item for roots in node.get("interfaceLanguages", {}).values() for item in roots
+        ]
+        for child in children:
+            found = find_node(child, path)
+            if found is not None:
+                return found
+    return None
 
 
 def main() -> int:
