@@ -116,8 +116,9 @@ struct OneThreadExecutorTests {
   }
 }
 
-/// What the helpers found while `body` ran, instead of issues for this test.
-private func capturingFindings(
+/// What the helpers found while `body` ran, instead of issues for this test (used by the
+/// other suites of these tests too).
+func capturingFindings(
   _ body: () async throws -> Void
 ) async rethrows -> [String] {
   let captured = Locked<[String]>([])

@@ -1,0 +1,219 @@
+import Foundation
+import Synchronization
+import Testing
+
+/// The words that open the issue recorded when the pool's last free thread was blocked.
+public let poolBlockedMarker = "Blocked a thread of the concurrency pool:"
+
+/// Thrown by ``withPoolOfOne(_:patience:sourceLocation:_:)`` when `operation` blocked the
+/// pool's one free thread; the test stops there instead of waiting for it.
+public struct PoolThreadBlocked: Error, CustomStringConvertible {
+  public let description: String
+}
+
+/// Runs `operation` with every thread of Swift's concurrency pool but one held by the test,
+/// and fails when that one thread stops running tasks while `operation` waits.
+///
+/// Whatever blocks a thread of the pool (a semaphore, `DispatchGroup.wait`, `Thread.sleep`,
+/// a blocking read, `waitUntilExit`), and in whatever task it does so (the test's own, a
+/// child, `Task {}`, `Task.detached`), it then blocks the last free thread: nothing else
+/// async can run, on any number of cores. A watchdog thread outside the pool sends the pool
+/// a small probe job every few milliseconds; when one has not started after `patience` of
+/// time in which the watchdog itself could run (see ``RunnableTime``: a starved machine
+/// does not count), the pool is blocked. The held threads are let go at once, so the run
+/// goes on, and the test gets an issue that says so.
+///
+/// Correct async code never needs more than one thread to make progress, so it passes;
+/// only one such run happens at a time in a process (others wait their turn, suspended).
+public func withPoolOfOne<T: Sendable>(
+  _ operationName: String,
+  patience: Duration = .milliseconds(1500),
+  sourceLocation: SourceLocation = #_sourceLocation,
+  _ operation: sending @escaping @isolated(any) () async throws -> T
+) async throws -> T {
+  await PoolSqueeze.turns.acquire()
+  let squeeze = PoolSqueeze(patience: patience)
+  defer {
+    squeeze.stop()
+    PoolSqueeze.turns.release()
+  }
+
+  let (outcomes, report) = AsyncStream.makeStream(
+    of: Result<T, any Error>?.self, bufferingPolicy: .bufferingOldest(1))
+  await squeeze.holdAllButOne { report.yield(nil) }
+  let work = Task {
+    do {
+      report.yield(.success(try await operation()))
+    } catch {
+      report.yield(.failure(error))
+    }
+  }
+  var iterator = outcomes.makeAsyncIterator()
+  guard let first = await iterator.next() else {
+    work.cancel()
+    throw CancellationError()
+  }
+  if let outcome = first { return try outcome.get() }
+
+  work.cancel()
+  let message =
+    "\(poolBlockedMarker) \(operationName) held one of Swift's concurrency threads while "
+    + "it waited: with the pool down to one free thread, no task could run for "
+    + "\(describe(patience)). Likely cause: a semaphore, a dispatch group, Thread.sleep or "
+    + "another blocking wait in async code, in this task or in one it started (Task.detached "
+    + "too); suspend instead, so the thread is free while you wait."
+  Findings.record(message, at: sourceLocation)
+  throw PoolThreadBlocked(description: message)
+}
+
+/// Holds all threads of the concurrency pool but one, and watches the last one.
+///
+/// Both happen on a thread of its own, outside the pool, since the test's task may have no
+/// thread left to run on while they do.
+final class PoolSqueeze: Sendable {
+  /// One squeeze at a time per process: two would hold every thread between them.
+  static let turns = AsyncTurns()
+
+  let patience: Duration
+  /// The held threads wait on this until they may go.
+  private let condition = NSCondition()
+  private let state = Mutex(State())
+
+  struct State {
+    /// Holders numbered below this keep their thread; the others let it go.
+    var holdLimit = 0
+    var stopped = false
+    /// How many holders have taken a thread so far.
+    var holding = 0
+    /// How many probe jobs have run, and how many were sent.
+    var probesRun = 0
+    var probesSent = 0
+  }
+
+  init(patience: Duration) { self.patience = patience }
+
+  /// How many threads the pool has: libdispatch gives Swift's cooperative pool one per
+  /// active processor.
+  static var width: Int { ProcessInfo.processInfo.activeProcessorCount }
+
+  /// Takes every thread of the pool but one (fewer when some are already taken: a probe
+  /// must still run after each one is held), returns, and then watches: `onBlocked` runs
+  /// once, on the watchdog's thread, when a probe has not started within `patience`.
+  func holdAllButOne(onBlocked: @escaping @Sendable () -> Void) async {
+    await withCheckedContinuation { (ready: CheckedContinuation<Void, Never>) in
+      let thread = Thread { [self] in
+        holdThreads()
+        ready.resume()
+        watch(onBlocked: onBlocked)
+      }
+      thread.name = "PoolOfOne watchdog"
+      thread.start()
+    }
+  }
+
+  private func holdThreads() {
+    for index in 0..<max(0, Self.width - 1) {
+      state.withLock { $0.holdLimit = index + 1 }
+      Task.detached { [self] in hold(index) }
+      let taken = wait(upTo: .milliseconds(300)) { $0.holding > index }
+      // A thread is left free only when a probe can still run.
+      if !taken || !probeRuns(within: .milliseconds(300)) {
+        release(from: index)
+        return
+      }
+    }
+  }
+
+  /// Blocks its pool thread on purpose, while `index` is below the hold limit.
+  private func hold(_ index: Int) {
+    condition.lock()
+    defer { condition.unlock() }
+    state.withLock { $0.holding += 1 }
+    while state.withLock({ !$0.stopped && index < $0.holdLimit }) { condition.wait() }
+  }
+
+  /// Lets the holders numbered `index` and up go.
+  private func release(from index: Int) {
+    state.withLock { $0.holdLimit = min($0.holdLimit, index) }
+    condition.lock()
+    condition.broadcast()
+    condition.unlock()
+  }
+
+  /// Lets every held thread go and ends the watch; idempotent.
+  func stop() {
+    state.withLock { $0.stopped = true }
+    release(from: 0)
+  }
+
+  /// Sends one probe job and waits for it to start.
+  private func probeRuns(within limit: Duration) -> Bool {
+    let sent = state.withLock { state -> Int in
+      state.probesSent += 1
+      return state.probesSent
+    }
+    Task.detached { [self] in state.withLock { $0.probesRun += 1 } }
+    return wait(upTo: limit) { $0.probesRun >= sent }
+  }
+
+  /// Waits on this (non-pool) thread until `condition` holds or `limit` of this thread's
+  /// runnable time has passed (a late wake-up counts as little more than its slice, so a
+  /// starved machine does not look like a blocked pool).
+  private func wait(upTo limit: Duration, until condition: (State) -> Bool) -> Bool {
+    let clock = ContinuousClock()
+    let slice = Duration.milliseconds(5)
+    var waited = Duration.zero
+    while waited < limit {
+      if state.withLock({ condition($0) }) { return true }
+      if state.withLock({ $0.stopped }) { return false }
+      let before = clock.now
+      Thread.sleep(forTimeInterval: 0.005)
+      waited += min(clock.now - before, slice * 4)
+    }
+    return state.withLock { condition($0) }
+  }
+
+  /// A probe at a time until `stop()`; `onBlocked` once when one does not start in time.
+  private func watch(onBlocked: @Sendable () -> Void) {
+    while !state.withLock({ $0.stopped }) {
+      if !probeRuns(within: patience) {
+        if state.withLock({ $0.stopped }) { return }
+        stop()
+        onBlocked()
+        return
+      }
+      Thread.sleep(forTimeInterval: 0.01)
+    }
+  }
+}
+
+/// Turns taken one at a time, waiting suspended (never blocking a thread).
+final class AsyncTurns: Sendable {
+  private let state = Mutex<(busy: Bool, waiting: [CheckedContinuation<Void, Never>])>(
+    (false, []))
+
+  func acquire() async {
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+      let now = state.withLock { state -> Bool in
+        if !state.busy {
+          state.busy = true
+          return true
+        }
+        state.waiting.append(continuation)
+        return false
+      }
+      if now { continuation.resume() }
+    }
+  }
+
+  func release() {
+    let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+      if state.waiting.isEmpty {
+        state.busy = false
+        return nil
+      }
+      return state.waiting.removeFirst()
+    }
+    next?.resume()
+  }
+}
