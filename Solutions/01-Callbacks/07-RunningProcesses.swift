@@ -70,8 +70,10 @@ extension FileHandle {
   /// Everything left to read, up to end of file.
   ///
   /// The read blocks its thread for as long as the child runs, so it gets a thread of its
-  /// own. Blocking a thread of Swift's cooperative pool, or of a global Dispatch queue,
-  /// would take it from everyone else: both have about one thread per core.
+  /// own. Swift's cooperative pool has about one thread per core and never adds one, so a
+  /// blocked read would take a thread from every other task. (A global Dispatch queue
+  /// copes better, since libdispatch adds workers when its threads block, but each blocked
+  /// read still holds one of them, and the number it adds is capped.)
   fileprivate func readToEndOnOwnThread() async -> Data {
     await withCheckedContinuation { continuation in
       Thread {
