@@ -31,27 +31,40 @@ public struct DeadlineExceeded: Error, CustomStringConvertible {
 ///   - executor: Where the operation runs. On a ``OneThreadExecutor`` an operation that
 ///     holds its thread at the deadline is reported as blocking instead of suspending
 ///     (a failure, not "never resumed"), since that is why it did not finish.
+///   - checksPool: While the operation runs, all threads of the concurrency pool but one
+///     are held, and a blocked last thread fails the test at once, whatever blocked it and
+///     in whatever task (see ``withPoolOfOne(_:patience:sourceLocation:_:)``). Turn it off
+///     only where the test itself must block a thread of the pool.
 public func withDeadline<T: Sendable>(
   _ limit: Duration = .seconds(2),
   _ operationName: String,
   hint: String = "a path through your code never resumes its continuation",
   on executor: OneThreadExecutor? = nil,
+  checksPool: Bool = true,
   sourceLocation: SourceLocation = #_sourceLocation,
   _ operation: sending @escaping @isolated(any) () async throws -> T
 ) async throws -> T {
-  // Whichever of the two tasks reports first wins; the stream keeps only that report.
+  // Whichever reports first wins: the operation, the timer, or the pool's watchdog; the
+  // stream keeps only that report.
   let (outcomes, report) = AsyncStream.makeStream(
-    of: Result<T, any Error>?.self, bufferingPolicy: .bufferingOldest(1))
+    of: DeadlineOutcome<T>.self, bufferingPolicy: .bufferingOldest(1))
+  var membership: Int?
+  if checksPool {
+    membership = await SharedSqueeze.shared.join(patience: .milliseconds(1500)) {
+      report.yield(.poolBlocked)
+    }
+  }
+  defer { membership.map(SharedSqueeze.shared.leave) }
   let work = Task(executorPreference: executor) {
     do {
-      report.yield(.success(try await operation()))
+      report.yield(.finished(.success(try await operation())))
     } catch {
-      report.yield(.failure(error))
+      report.yield(.finished(.failure(error)))
     }
   }
   let timer = Task {
     await RunnableTime.sleep(limit)
-    if !Task.isCancelled { report.yield(nil) }
+    if !Task.isCancelled { report.yield(.deadline) }
   }
   defer {
     timer.cancel()
@@ -64,9 +77,17 @@ public func withDeadline<T: Sendable>(
     work.cancel()
     throw CancellationError()
   }
-  if let outcome = first {
+  switch first {
+  case .finished(let outcome):
     if case .failure(let error) = outcome { explainThrown(error, operationName, hint) }
     return try outcome.get()
+  case .poolBlocked:
+    work.cancel()
+    let message = poolBlockedMessage(operationName, patience: .milliseconds(1500))
+    Findings.record(message, at: sourceLocation)
+    throw PoolThreadBlocked(description: message)
+  case .deadline:
+    break
   }
 
   work.cancel()
@@ -80,6 +101,13 @@ public func withDeadline<T: Sendable>(
   }
   Findings.record(message, at: sourceLocation)
   throw DeadlineExceeded(description: message)
+}
+
+/// What ended a ``withDeadline(_:_:hint:on:checksPool:sourceLocation:_:)``.
+enum DeadlineOutcome<T: Sendable>: Sendable {
+  case finished(Result<T, any Error>)
+  case deadline
+  case poolBlocked
 }
 
 /// What the learner did when their function held its one thread until the deadline.

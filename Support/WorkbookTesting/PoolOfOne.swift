@@ -23,24 +23,19 @@ public struct PoolThreadBlocked: Error, CustomStringConvertible {
 /// does not count), the pool is blocked. The held threads are let go at once, so the run
 /// goes on, and the test gets an issue that says so.
 ///
-/// Correct async code never needs more than one thread to make progress, so it passes;
-/// only one such run happens at a time in a process (others wait their turn, suspended).
+/// Correct async code never needs more than one thread to make progress, so it passes.
+/// Runs that overlap (two tests at once, or one inside another) share one squeeze, and all
+/// of them fail when the pool is blocked.
 public func withPoolOfOne<T: Sendable>(
   _ operationName: String,
   patience: Duration = .milliseconds(1500),
   sourceLocation: SourceLocation = #_sourceLocation,
   _ operation: sending @escaping @isolated(any) () async throws -> T
 ) async throws -> T {
-  await PoolSqueeze.turns.acquire()
-  let squeeze = PoolSqueeze(patience: patience)
-  defer {
-    squeeze.stop()
-    PoolSqueeze.turns.release()
-  }
-
   let (outcomes, report) = AsyncStream.makeStream(
     of: Result<T, any Error>?.self, bufferingPolicy: .bufferingOldest(1))
-  await squeeze.holdAllButOne { report.yield(nil) }
+  let membership = await SharedSqueeze.shared.join(patience: patience) { report.yield(nil) }
+  defer { SharedSqueeze.shared.leave(membership) }
   let work = Task {
     do {
       report.yield(.success(try await operation()))
@@ -56,14 +51,107 @@ public func withPoolOfOne<T: Sendable>(
   if let outcome = first { return try outcome.get() }
 
   work.cancel()
-  let message =
-    "\(poolBlockedMarker) \(operationName) held one of Swift's concurrency threads while "
-    + "it waited: with the pool down to one free thread, no task could run for "
+  let message = poolBlockedMessage(operationName, patience: patience)
+  Findings.record(message, at: sourceLocation)
+  throw PoolThreadBlocked(description: message)
+}
+
+/// The squeeze that every ``withPoolOfOne(_:patience:sourceLocation:_:)`` running in the
+/// process shares: two would hold every thread between them.
+final class SharedSqueeze: Sendable {
+  static let shared = SharedSqueeze()
+
+  private struct State {
+    var squeeze: PoolSqueeze?
+    /// True while the squeeze takes its threads; joiners then wait in `waiting`.
+    var starting = false
+    var waiting: [CheckedContinuation<Void, Never>] = []
+    var members: [Int: @Sendable () -> Void] = [:]
+    var nextMember = 0
+    /// Counts the times the squeeze was left empty: a linger ends it only if no one came.
+    var emptied = 0
+  }
+  private let state = Mutex(State())
+
+  /// How long a squeeze outlives its last member: tests that wait in a loop (thousands of
+  /// rounds) would otherwise start a squeeze, with its thread, per round.
+  static let linger = DispatchTimeInterval.milliseconds(200)
+
+  /// Joins the running squeeze, or starts one; returns the membership to leave with.
+  /// `onBlocked` runs once if the pool is blocked while this member is in.
+  func join(patience: Duration, onBlocked: @escaping @Sendable () -> Void) async -> Int {
+    let (member, start) = state.withLock { state -> (Int, PoolSqueeze?) in
+      state.emptied += 1  // a lingering squeeze stays
+      state.nextMember += 1
+      state.members[state.nextMember] = onBlocked
+      guard state.squeeze == nil else { return (state.nextMember, nil) }
+      let squeeze = PoolSqueeze(patience: patience)
+      state.squeeze = squeeze
+      state.starting = true
+      return (state.nextMember, squeeze)
+    }
+    if let start {
+      await start.holdAllButOne { [self] in blocked(start) }
+      let waiting = state.withLock { state in
+        state.starting = false
+        defer { state.waiting = [] }
+        return state.waiting
+      }
+      waiting.forEach { $0.resume() }
+    } else {
+      await withCheckedContinuation { (ready: CheckedContinuation<Void, Never>) in
+        let now = state.withLock { state -> Bool in
+          guard state.starting else { return true }
+          state.waiting.append(ready)
+          return false
+        }
+        if now { ready.resume() }
+      }
+    }
+    return member
+  }
+
+  /// Leaves; when the last member has left and none joins within ``linger``, the held
+  /// threads are let go.
+  func leave(_ member: Int) {
+    let lingering = state.withLock { state -> Int? in
+      state.members[member] = nil
+      guard state.members.isEmpty, !state.starting, state.squeeze != nil else { return nil }
+      state.emptied += 1
+      return state.emptied
+    }
+    guard let lingering else { return }
+    DispatchQueue.global().asyncAfter(deadline: .now() + Self.linger) { [self] in
+      let done = state.withLock { state -> PoolSqueeze? in
+        guard state.emptied == lingering, state.members.isEmpty, !state.starting else {
+          return nil
+        }
+        defer { state.squeeze = nil }
+        return state.squeeze
+      }
+      done?.stop()
+    }
+  }
+
+  /// The pool was blocked: every member is told, and the next join starts afresh.
+  private func blocked(_ squeeze: PoolSqueeze) {
+    let members = state.withLock { state -> [@Sendable () -> Void] in
+      guard state.squeeze === squeeze else { return [] }
+      state.squeeze = nil
+      defer { state.members = [:] }
+      return Array(state.members.values)
+    }
+    members.forEach { $0() }
+  }
+}
+
+/// What the learner did when the pool's last free thread stopped running tasks.
+func poolBlockedMessage(_ operationName: String, patience: Duration) -> String {
+  "\(poolBlockedMarker) \(operationName) held one of Swift's concurrency threads while it "
+    + "waited: with the pool down to one free thread, no task could run for "
     + "\(describe(patience)). Likely cause: a semaphore, a dispatch group, Thread.sleep or "
     + "another blocking wait in async code, in this task or in one it started (Task.detached "
     + "too); suspend instead, so the thread is free while you wait."
-  Findings.record(message, at: sourceLocation)
-  throw PoolThreadBlocked(description: message)
 }
 
 /// Holds all threads of the concurrency pool but one, and watches the last one.
@@ -71,9 +159,6 @@ public func withPoolOfOne<T: Sendable>(
 /// Both happen on a thread of its own, outside the pool, since the test's task may have no
 /// thread left to run on while they do.
 final class PoolSqueeze: Sendable {
-  /// One squeeze at a time per process: two would hold every thread between them.
-  static let turns = AsyncTurns()
-
   let patience: Duration
   /// The held threads wait on this until they may go.
   private let condition = NSCondition()
@@ -161,14 +246,14 @@ final class PoolSqueeze: Sendable {
   /// starved machine does not look like a blocked pool).
   private func wait(upTo limit: Duration, until condition: (State) -> Bool) -> Bool {
     let clock = ContinuousClock()
-    let slice = Duration.milliseconds(5)
+    let slice = Duration.milliseconds(1)
     var waited = Duration.zero
     while waited < limit {
       if state.withLock({ condition($0) }) { return true }
       if state.withLock({ $0.stopped }) { return false }
       let before = clock.now
-      Thread.sleep(forTimeInterval: 0.005)
-      waited += min(clock.now - before, slice * 4)
+      Thread.sleep(forTimeInterval: 0.001)
+      waited += min(clock.now - before, slice * 10)
     }
     return state.withLock { condition($0) }
   }
@@ -184,36 +269,5 @@ final class PoolSqueeze: Sendable {
       }
       Thread.sleep(forTimeInterval: 0.01)
     }
-  }
-}
-
-/// Turns taken one at a time, waiting suspended (never blocking a thread).
-final class AsyncTurns: Sendable {
-  private let state = Mutex<(busy: Bool, waiting: [CheckedContinuation<Void, Never>])>(
-    (false, []))
-
-  func acquire() async {
-    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-      let now = state.withLock { state -> Bool in
-        if !state.busy {
-          state.busy = true
-          return true
-        }
-        state.waiting.append(continuation)
-        return false
-      }
-      if now { continuation.resume() }
-    }
-  }
-
-  func release() {
-    let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
-      if state.waiting.isEmpty {
-        state.busy = false
-        return nil
-      }
-      return state.waiting.removeFirst()
-    }
-    next?.resume()
   }
 }

@@ -75,4 +75,24 @@ struct PoolOfOneTests {
     }
     #expect(findings.count == 1)
   }
+
+  @Test("Runs that overlap share one squeeze: a correct answer inside another passes")
+  func nested() async throws {
+    let findings = await capturingFindings {
+      let value = try? await withPoolOfOne("outer") {
+        async let first = withPoolOfOne("first") {
+          await withCheckedContinuation { continuation in
+            Self.deliverLater { continuation.resume(returning: $0) }
+          }
+        }
+        async let second = withPoolOfOne("second") {
+          try await Task.sleep(for: .milliseconds(100))
+          return "slept"
+        }
+        return try await first + " " + second
+      }
+      #expect(value == "done slept")
+    }
+    #expect(findings.isEmpty)
+  }
 }

@@ -46,12 +46,17 @@ public struct GradingContext: Sendable {
   }
 }
 
-/// Turns a suite run into a verdict, in this precedence: killed at the time limit → never
-/// resumed; crash → crashed; a "Never resumed:" issue → never resumed; any other issue →
+/// Turns a suite run into a verdict, in this precedence: a blocked concurrency pool → failed
+/// (at the time limit too); killed at the time limit → never resumed; crash → crashed; a
+/// "Never resumed:" issue → never resumed; any other issue →
 /// failed (or not started, for an untouched starter); no test ran → failed (a metadata
 /// error); otherwise passed. ("Does not compile" is decided before anything runs.)
 public enum Classifier {
   public static let neverResumedMarker = "Never resumed:"
+  /// Opens the issue WorkbookTesting records when the code blocked the concurrency pool's
+  /// last free thread (keep in step with `poolBlockedMarker` there). It headlines over
+  /// "never resumed": a blocked thread is why the other waits did not end.
+  public static let poolBlockedMarker = "Blocked a thread of the concurrency pool:"
 
   public static func grade(_ run: SuiteRun, _ context: GradingContext) -> Grade {
     let events = run.events
@@ -59,7 +64,20 @@ public enum Classifier {
 
     // A crash explains a time-out too: the crash reporter can hang after two tests crash
     // at once, and the process then runs into the limit.
+    let issues = events.issuesInSourceOrder
+    let blocked = issues.first { issue in
+      issue.texts.contains { $0.hasPrefix(poolBlockedMarker) }
+    }
+
     if case .timedOut(let seconds) = run.outcome.termination, !crash.showsCrash {
+      if let blocked {
+        var details = blocked.texts.filter { $0.hasPrefix(poolBlockedMarker) }
+        details.append(contentsOf: locate(blocked, events, context))
+        details.append(
+          "the tests were then still running after \(formatSeconds(seconds)), so the runner "
+            + "stopped them: the blocked thread never came back")
+        return Grade(.failed, details)
+      }
       var details = [
         "the tests were still running after \(formatSeconds(seconds)), so the runner stopped them"
       ]
@@ -79,7 +97,11 @@ public enum Classifier {
       return crashed(run, crash, context)
     }
 
-    let issues = events.issuesInSourceOrder
+    if let blocked, !context.untouchedStarter {
+      var details = blocked.texts.filter { $0.hasPrefix(poolBlockedMarker) }
+      details.append(contentsOf: locate(blocked, events, context))
+      return Grade(.failed, details)
+    }
     if let issue = issues.first(where: { issue in
       issue.texts.contains { $0.hasPrefix(neverResumedMarker) }
     }) {

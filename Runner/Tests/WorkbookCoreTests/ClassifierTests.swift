@@ -131,6 +131,32 @@ import Testing
     #expect(grade.details[2].hasPrefix("the runtime said: SWIFT TASK CONTINUATION MISUSE"))
   }
 
+  /// The deadline sample with its issue replaced by the pool detector's.
+  static func blockedPoolRun(termination: Termination) throws -> SuiteRun {
+    let events = try Fixtures.sample("deadline.events.jsonl").replacingOccurrences(
+      of: "Never resumed: deliveredValue(5) did not finish within 1.0 seconds.",
+      with: "\(Classifier.poolBlockedMarker) deliveredValue(5) held one of Swift's threads.")
+    return SuiteRun(
+      outcome: ProcessOutcome(termination: termination, stderr: ""),
+      events: EventStreamParser.parse(events))
+  }
+
+  @Test func aBlockedPoolIsAFailureThatNamesIt() throws {
+    let grade = Classifier.grade(
+      try Self.blockedPoolRun(termination: .exited(1)), sampleContext())
+    #expect(grade.verdict == .failed)
+    #expect(grade.details[0].hasPrefix("\(Classifier.poolBlockedMarker) deliveredValue(5)"))
+    #expect(grade.details[1].hasPrefix("test returnsTheDeliveredValue() at"))
+  }
+
+  @Test func aBlockedPoolHeadlinesOverTheTimeLimitItCaused() throws {
+    let grade = Classifier.grade(
+      try Self.blockedPoolRun(termination: .timedOut(seconds: 30)), sampleContext())
+    #expect(grade.verdict == .failed)
+    #expect(grade.details[0].hasPrefix(Classifier.poolBlockedMarker))
+    #expect(grade.details.last?.contains("the blocked thread never came back") == true)
+  }
+
   @Test func gradesTheDeadlineIssueAsNeverResumedEvenForAnUntouchedStarter() throws {
     let grade = Classifier.grade(
       try Fixtures.run("deadline", termination: .exited(1)), sampleContext(untouched: true))
