@@ -147,11 +147,12 @@ final class SharedSqueeze: Sendable {
 
 /// What the learner did when the pool's last free thread stopped running tasks.
 func poolBlockedMessage(_ operationName: String, patience: Duration) -> String {
-  "\(poolBlockedMarker) \(operationName) held one of Swift's concurrency threads while it "
-    + "waited: with the pool down to one free thread, no task could run for "
-    + "\(describe(patience)). Likely cause: a semaphore, a dispatch group, Thread.sleep or "
-    + "another blocking wait in async code, in this task or in one it started (Task.detached "
-    + "too); suspend instead, so the thread is free while you wait."
+  "\(poolBlockedMarker) \(operationName) blocked its thread instead of suspending: it held "
+    + "one of Swift's concurrency threads while it waited, and with the pool down to one free "
+    + "thread no task could run for \(describe(patience)). Likely cause: a semaphore, a "
+    + "dispatch group, Thread.sleep or another blocking wait in async code, in this task or in "
+    + "one it started (Task.detached too); suspend instead, so the thread is free while you "
+    + "wait."
 }
 
 /// Holds all threads of the concurrency pool but one, and watches the last one.

@@ -61,7 +61,7 @@ struct PoolOfOneTests {
       }
     }
     #expect(findings.count == 1)
-    #expect(findings.first?.hasPrefix("\(poolBlockedMarker) semaphore held one") == true)
+    #expect(findings.first?.hasPrefix("\(poolBlockedMarker) semaphore blocked its thread") == true)
   }
 
   @Test("A blocking wait moved into Task.detached is caught too")
