@@ -79,7 +79,12 @@ def main():
             fields = line.rstrip("\n").split("\t")
             if len(fields) < 4:
                 sys.exit(f"exam.py: index.tsv line {number} has {len(fields)} fields, not 4")
-            index.append(fields[:4])
+            # The id may carry the examiner's own numbering ("1.8-01"): the exercise is its
+            # leading N.K.
+            exercise = re.match(r"\d+\.\d+", fields[0])
+            if not exercise:
+                sys.exit(f"exam.py: index.tsv line {number}: '{fields[0]}' names no exercise")
+            index.append([exercise.group(0)] + fields[1:4])
 
     os.makedirs(EXAM_ROOT, exist_ok=True)
     for name in ["Support", "Tests", "Solutions", "Chapters"]:
