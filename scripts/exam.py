@@ -8,7 +8,7 @@ and index.tsv, one line per patch: `id <TAB> patch file <TAB> category <TAB> the
 verdict should name`. The category `alternative` marks a correct answer in another style.
 
 The patches are graded as `workbook mistakes` grades the catalogue, in a copy of the
-workbook under .build-exam/root whose workbook.json lists every patch as an
+workbook under .build-exam/root-<folder name> whose workbook.json lists every patch as an
 *alternative*: an alternative "passes" when every test passes. So a wrong answer that
 passes is a survivor (the tests do not catch it), and a correct one that does not pass
 was wrongly rejected. The report lists, per patch, what it expects and what the runner
@@ -27,7 +27,6 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-EXAM_ROOT = os.path.join(ROOT, ".build-exam", "root")
 RUNNER = os.path.join(ROOT, "Runner", ".build", "debug", "workbook")
 
 
@@ -86,6 +85,8 @@ def main():
                 sys.exit(f"exam.py: index.tsv line {number}: '{fields[0]}' names no exercise")
             index.append([exercise.group(0)] + fields[1:4])
 
+    # A copy of its own per examiner's folder, so runs for two folders can go on at once.
+    EXAM_ROOT = os.path.join(ROOT, ".build-exam", "root-" + os.path.basename(folder.rstrip("/")))
     os.makedirs(EXAM_ROOT, exist_ok=True)
     for name in ["Support", "Tests", "Solutions", "Chapters"]:
         sync(os.path.join(ROOT, name), os.path.join(EXAM_ROOT, name))
