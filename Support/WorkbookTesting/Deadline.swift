@@ -51,7 +51,7 @@ public func withDeadline<T: Sendable>(
   var membership: Int?
   if checksPool {
     membership = await SharedSqueeze.shared.join(patience: .milliseconds(1500)) {
-      report.yield(.poolBlocked)
+      report.yield(.blocked($0))
     }
   }
   defer { membership.map(SharedSqueeze.shared.leave) }
@@ -81,9 +81,9 @@ public func withDeadline<T: Sendable>(
   case .finished(let outcome):
     if case .failure(let error) = outcome { explainThrown(error, operationName, hint) }
     return try outcome.get()
-  case .poolBlocked:
+  case .blocked(let what):
     work.cancel()
-    let message = poolBlockedMessage(operationName, patience: .milliseconds(1500))
+    let message = what.message(operationName, patience: .milliseconds(1500))
     Findings.record(message, at: sourceLocation)
     throw PoolThreadBlocked(description: message)
   case .deadline:
@@ -107,7 +107,7 @@ public func withDeadline<T: Sendable>(
 enum DeadlineOutcome<T: Sendable>: Sendable {
   case finished(Result<T, any Error>)
   case deadline
-  case poolBlocked
+  case blocked(Blocked)
 }
 
 /// What the learner did when their function held its one thread until the deadline.

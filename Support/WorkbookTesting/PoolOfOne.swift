@@ -4,6 +4,23 @@ import Testing
 
 /// The words that open the issue recorded when the pool's last free thread was blocked.
 public let poolBlockedMarker = "Blocked a thread of the concurrency pool:"
+/// The words that open the issue recorded when the main actor stopped running jobs.
+public let mainActorBlockedMarker = "Blocked the main actor:"
+
+/// What the watchdog found stuck.
+enum Blocked: Sendable {
+  /// The pool's last free thread ran no probe.
+  case pool
+  /// The main actor ran no probe, while the pool did.
+  case mainActor
+
+  func message(_ operationName: String, patience: Duration) -> String {
+    switch self {
+    case .pool: poolBlockedMessage(operationName, patience: patience)
+    case .mainActor: mainActorBlockedMessage(operationName, patience: patience)
+    }
+  }
+}
 
 /// Thrown by ``withPoolOfOne(_:patience:sourceLocation:_:)`` when `operation` blocked the
 /// pool's one free thread; the test stops there instead of waiting for it.
@@ -34,7 +51,11 @@ public func withPoolOfOne<T: Sendable>(
 ) async throws -> T {
   let (outcomes, report) = AsyncStream.makeStream(
     of: Result<T, any Error>?.self, bufferingPolicy: .bufferingOldest(1))
-  let membership = await SharedSqueeze.shared.join(patience: patience) { report.yield(nil) }
+  let found = Locked<Blocked>(.pool)
+  let membership = await SharedSqueeze.shared.join(patience: patience) { what in
+    found.withLock { $0 = what }
+    report.yield(nil)
+  }
   defer { SharedSqueeze.shared.leave(membership) }
   let work = Task {
     do {
@@ -51,7 +72,7 @@ public func withPoolOfOne<T: Sendable>(
   if let outcome = first { return try outcome.get() }
 
   work.cancel()
-  let message = poolBlockedMessage(operationName, patience: patience)
+  let message = found.value.message(operationName, patience: patience)
   Findings.record(message, at: sourceLocation)
   throw PoolThreadBlocked(description: message)
 }
@@ -66,10 +87,12 @@ final class SharedSqueeze: Sendable {
     /// True while the squeeze takes its threads; joiners then wait in `waiting`.
     var starting = false
     var waiting: [CheckedContinuation<Void, Never>] = []
-    var members: [Int: @Sendable () -> Void] = [:]
+    var members: [Int: @Sendable (Blocked) -> Void] = [:]
     var nextMember = 0
     /// Counts the times the squeeze was left empty: a linger ends it only if no one came.
     var emptied = 0
+    /// While above zero, no squeeze runs (see ``withoutPoolCheck(_:)``).
+    var suppressed = 0
   }
   private let state = Mutex(State())
 
@@ -79,8 +102,9 @@ final class SharedSqueeze: Sendable {
 
   /// Joins the running squeeze, or starts one; returns the membership to leave with.
   /// `onBlocked` runs once if the pool is blocked while this member is in.
-  func join(patience: Duration, onBlocked: @escaping @Sendable () -> Void) async -> Int {
+  func join(patience: Duration, onBlocked: @escaping @Sendable (Blocked) -> Void) async -> Int {
     let (member, start) = state.withLock { state -> (Int, PoolSqueeze?) in
+      if state.suppressed > 0 { return (0, nil) }
       state.emptied += 1  // a lingering squeeze stays
       state.nextMember += 1
       state.members[state.nextMember] = onBlocked
@@ -90,8 +114,9 @@ final class SharedSqueeze: Sendable {
       state.starting = true
       return (state.nextMember, squeeze)
     }
+    if member == 0 { return 0 }
     if let start {
-      await start.holdAllButOne { [self] in blocked(start) }
+      await start.holdAllButOne { [self] in blocked(start, $0) }
       let waiting = state.withLock { state in
         state.starting = false
         defer { state.waiting = [] }
@@ -133,16 +158,49 @@ final class SharedSqueeze: Sendable {
     }
   }
 
+  /// Ends the running squeeze, if any, and starts none until `resume()`.
+  func suppress() {
+    let running = state.withLock { state -> PoolSqueeze? in
+      state.suppressed += 1
+      guard !state.starting else { return nil }
+      defer { state.squeeze = nil }
+      return state.squeeze
+    }
+    running?.stop()
+  }
+
+  func resume() {
+    state.withLock { $0.suppressed -= 1 }
+  }
+
   /// The pool was blocked: every member is told, and the next join starts afresh.
-  private func blocked(_ squeeze: PoolSqueeze) {
-    let members = state.withLock { state -> [@Sendable () -> Void] in
+  private func blocked(_ squeeze: PoolSqueeze, _ what: Blocked) {
+    let members = state.withLock { state -> [@Sendable (Blocked) -> Void] in
       guard state.squeeze === squeeze else { return [] }
       state.squeeze = nil
       defer { state.members = [:] }
       return Array(state.members.values)
     }
-    members.forEach { $0() }
+    members.forEach { $0(what) }
   }
+}
+
+/// What the learner did when the main actor stopped running jobs while they waited.
+func mainActorBlockedMessage(_ operationName: String, patience: Duration) -> String {
+  "\(mainActorBlockedMarker) \(operationName) blocked the main actor instead of suspending: "
+    + "while it waited, no main-actor job could run for \(describe(patience)), so a screen "
+    + "would freeze. Likely cause: a semaphore, a dispatch group, a sleep or another blocking "
+    + "wait (or long work) in main-actor code; suspend instead, or move the work off the main "
+    + "actor."
+}
+
+/// Runs `body` with the pool check off for the whole process: no squeeze holds threads of
+/// the pool meanwhile. For tests that provoke a race between tasks, which needs the pool's
+/// threads to run them at the same time.
+public func withoutPoolCheck<T>(_ body: () async throws -> T) async rethrows -> T {
+  SharedSqueeze.shared.suppress()
+  defer { SharedSqueeze.shared.resume() }
+  return try await body()
 }
 
 /// What the learner did when the pool's last free thread stopped running tasks.
@@ -174,6 +232,9 @@ final class PoolSqueeze: Sendable {
     /// How many probe jobs have run, and how many were sent.
     var probesRun = 0
     var probesSent = 0
+    /// The same for the main actor's probes.
+    var mainProbesRun = 0
+    var mainProbesSent = 0
   }
 
   init(patience: Duration) { self.patience = patience }
@@ -185,7 +246,7 @@ final class PoolSqueeze: Sendable {
   /// Takes every thread of the pool but one (fewer when some are already taken: a probe
   /// must still run after each one is held), returns, and then watches: `onBlocked` runs
   /// once, on the watchdog's thread, when a probe has not started within `patience`.
-  func holdAllButOne(onBlocked: @escaping @Sendable () -> Void) async {
+  func holdAllButOne(onBlocked: @escaping @Sendable (Blocked) -> Void) async {
     await withCheckedContinuation { (ready: CheckedContinuation<Void, Never>) in
       let thread = Thread { [self] in
         holdThreads()
@@ -259,16 +320,25 @@ final class PoolSqueeze: Sendable {
     return state.withLock { condition($0) }
   }
 
-  /// A probe at a time until `stop()`; `onBlocked` once when one does not start in time.
-  private func watch(onBlocked: @Sendable () -> Void) {
+  /// A probe at a time, on the pool and on the main actor, until `stop()`; `onBlocked`
+  /// once when one does not start in time.
+  private func watch(onBlocked: @Sendable (Blocked) -> Void) {
     while !state.withLock({ $0.stopped }) {
-      if !probeRuns(within: patience) {
+      let main = state.withLock { state -> Int in
+        state.mainProbesSent += 1
+        return state.mainProbesSent
+      }
+      Task { @MainActor [self] in state.withLock { $0.mainProbesRun += 1 } }
+      let poolRan = probeRuns(within: patience)
+      let mainRan = poolRan && wait(upTo: patience) { $0.mainProbesRun >= main }
+      if !poolRan || !mainRan {
         if state.withLock({ $0.stopped }) { return }
         stop()
-        onBlocked()
+        onBlocked(poolRan ? .mainActor : .pool)
         return
       }
       Thread.sleep(forTimeInterval: 0.01)
     }
   }
+
 }

@@ -95,4 +95,18 @@ struct PoolOfOneTests {
     }
     #expect(findings.isEmpty)
   }
+
+  @Test("Blocking the main actor is caught as such")
+  func blockingTheMainActor() async throws {
+    let findings = await capturingFindings {
+      await #expect(throws: PoolThreadBlocked.self) {
+        try await withPoolOfOne("refresh()", patience: .milliseconds(500)) {
+          await MainActor.run { Self.blockThread(seconds: 2) }
+        }
+      }
+    }
+    #expect(findings.count == 1)
+    #expect(
+      findings.first?.hasPrefix("\(mainActorBlockedMarker) refresh() blocked the main") == true)
+  }
 }

@@ -57,6 +57,9 @@ public enum Classifier {
   /// last free thread (keep in step with `poolBlockedMarker` there). It headlines over
   /// "never resumed": a blocked thread is why the other waits did not end.
   public static let poolBlockedMarker = "Blocked a thread of the concurrency pool:"
+  /// The same for the main actor (`mainActorBlockedMarker` there).
+  public static let mainActorBlockedMarker = "Blocked the main actor:"
+  static let blockedMarkers = [poolBlockedMarker, mainActorBlockedMarker]
 
   public static func grade(_ run: SuiteRun, _ context: GradingContext) -> Grade {
     let events = run.events
@@ -65,13 +68,12 @@ public enum Classifier {
     // A crash explains a time-out too: the crash reporter can hang after two tests crash
     // at once, and the process then runs into the limit.
     let issues = events.issuesInSourceOrder
-    let blocked = issues.first { issue in
-      issue.texts.contains { $0.hasPrefix(poolBlockedMarker) }
-    }
+    func isBlocked(_ text: String) -> Bool { blockedMarkers.contains { text.hasPrefix($0) } }
+    let blocked = issues.first { issue in issue.texts.contains(where: isBlocked) }
 
     if case .timedOut(let seconds) = run.outcome.termination, !crash.showsCrash {
       if let blocked {
-        var details = blocked.texts.filter { $0.hasPrefix(poolBlockedMarker) }
+        var details = blocked.texts.filter(isBlocked)
         details.append(contentsOf: locate(blocked, events, context))
         details.append(
           "the tests were then still running after \(formatSeconds(seconds)), so the runner "
@@ -98,7 +100,7 @@ public enum Classifier {
     }
 
     if let blocked, !context.untouchedStarter {
-      var details = blocked.texts.filter { $0.hasPrefix(poolBlockedMarker) }
+      var details = blocked.texts.filter(isBlocked)
       details.append(contentsOf: locate(blocked, events, context))
       return Grade(.failed, details)
     }
