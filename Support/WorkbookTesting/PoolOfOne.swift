@@ -117,11 +117,14 @@ final class SharedSqueeze: Sendable {
     if member == 0 { return 0 }
     if let start {
       await start.holdAllButOne { [self] in blocked(start, $0) }
-      let waiting = state.withLock { state in
+      let (waiting, suppressed) = state.withLock { state in
         state.starting = false
         defer { state.waiting = [] }
-        return state.waiting
+        if state.suppressed > 0, state.squeeze === start { state.squeeze = nil }
+        return (state.waiting, state.suppressed > 0)
       }
+      // Suppressed while it was starting: it ends at once.
+      if suppressed { start.stop() }
       waiting.forEach { $0.resume() }
     } else {
       await withCheckedContinuation { (ready: CheckedContinuation<Void, Never>) in
