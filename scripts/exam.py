@@ -2,6 +2,12 @@
 """Grades a blind examiner's wrong answers with the real runner, to find the survivors.
 
     python3 scripts/exam.py FOLDER [--chapter N] [--exercise ID] [--report FILE]
+    python3 scripts/exam.py --merge FILE
+
+`--merge` adds catalogue entries to workbook.json: FILE is JSON of the form
+{"8.1": {"mistakes": [{name, source, verdict, phrase}], "alternatives": [{name, source}]}},
+the survivors a fixer turned into catalogue entries; entries whose source is already
+listed are skipped, and every source must exist.
 
 FOLDER holds an examiner's patches (unified diffs against a solution, as in Mistakes/)
 and index.tsv, one line per patch: `id <TAB> patch file <TAB> category <TAB> the cause a
@@ -54,8 +60,39 @@ def sync(source, target):
                 os.remove(path)
 
 
+def merge(path):
+    with open(path, encoding="utf-8") as handle:
+        additions = json.load(handle)
+    workbook_path = os.path.join(ROOT, "workbook.json")
+    with open(workbook_path, encoding="utf-8") as handle:
+        workbook = json.load(handle)
+    added = 0
+    for chapter in workbook["chapters"]:
+        for exercise in chapter["exercises"]:
+            extra = additions.pop(exercise["id"], None)
+            if not extra:
+                continue
+            for kind in ("mistakes", "alternatives"):
+                listed = {entry["source"] for entry in exercise.get(kind, [])}
+                for entry in extra.get(kind, []):
+                    if not os.path.isfile(os.path.join(ROOT, entry["source"])):
+                        sys.exit(f"exam.py: {exercise['id']}: {entry['source']} does not exist")
+                    if entry["source"] in listed:
+                        continue
+                    exercise.setdefault(kind, []).append(entry)
+                    added += 1
+    if additions:
+        sys.exit(f"exam.py: no such exercises: {', '.join(sorted(additions))}")
+    with open(workbook_path, "w", encoding="utf-8") as handle:
+        handle.write(json.dumps(workbook, indent=2, ensure_ascii=False) + "\n")
+    print(f"exam.py: added {added} catalogue entries to workbook.json")
+
+
 def main():
     args = sys.argv[1:]
+    if len(args) == 2 and args[0] == "--merge":
+        merge(args[1])
+        return
     if not args or args[0].startswith("-"):
         print(__doc__.strip().split("\n\n")[0], file=sys.stderr)
         sys.exit(2)
