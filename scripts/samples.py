@@ -12,7 +12,8 @@ under .build-samples/, so the learner's own files and progress are never touched
 Each sample is the ```text block that follows an anchor line in a document (SAMPLES
 below). The output is shortened the same way every time: only the exercises a sample
 keeps, "…" for each run of the others, test-file line numbers as ":…" (they move with
-every test edit), and a crash's list of running tests cut after the first. `make test`
+every test edit), and a crash's list of running tests cut after the first (a crash is
+left out of the samples all the same: which tests were running when it came varies). `make test`
 runs `check`, so a sample cannot drift from what the runner prints.
 """
 
@@ -29,7 +30,8 @@ RUNNER = os.path.join(ROOT, "Runner", ".build", "debug", "workbook")
 
 # (document, anchor line, the command line shown first or None, exercises kept)
 SAMPLES = [
-    ("README.md", "Here is a real run:", "$ make check CHAPTER=1", ["1.1", "1.2", "1.3", "1.5", "1.6"]),
+    # 1.6's crash is left out: which of its tests were running when it crashed varies.
+    ("README.md", "Here is a real run:", "$ make check CHAPTER=1", ["1.1", "1.2", "1.3", "1.5"]),
     (
         "docs/Workbook.docc/HowGradingWorks.md",
         "A check in the middle of Chapter 1 looks like this:",
