@@ -30,6 +30,8 @@ public enum App {
         return try watch(invocation, root: root, terminal: terminal)
       case .status:
         return try status(invocation, root: root)
+      case .mutate:
+        return try mutate(invocation, root: root, terminal: terminal)
       }
     } catch .interrupted {
       // The interrupt handler stops the children, says so, and exits; report nothing.

@@ -3,7 +3,7 @@ import Foundation
 /// A parsed command line.
 public struct Invocation: Equatable, Sendable {
   public enum Command: String, Equatable, Sendable, CaseIterable {
-    case check, hint, watch, status, verify, mistakes, fingerprint, help
+    case check, hint, watch, status, verify, mistakes, fingerprint, help, mutate
   }
 
   public var command: Command
@@ -20,6 +20,10 @@ public struct Invocation: Equatable, Sendable {
   public var only: String?
   /// `hint ID --all`: every hint shown so far, without revealing the next.
   public var allHints = false
+  /// `mutate --limit N`: at most N mutants per exercise.
+  public var limit: Int?
+  /// `mutate --write-report`: rewrite Mistakes/MUTATION.md for the graded exercises.
+  public var writeReport = false
 
   public init(command: Command) { self.command = command }
 }
@@ -47,6 +51,10 @@ public enum ArgumentParser {
                          each mistake in workbook.json gets its verdict and phrase, each
                          alternative passes (applied to a copy of Solutions/); --only picks
                          the variants whose name contains TEXT, --repeat runs each N times
+      mutate [--chapter N | --exercise ID] [--limit N] [--write-report]
+                         grade mutants of the solutions (statements deleted, comparisons
+                         and booleans flipped): each must fail the tests or be explained
+                         in Mistakes/MUTATION.md; --write-report rewrites it
       fingerprint        rewrite the starterDigest values in workbook.json
       help               show this text
 
@@ -66,6 +74,7 @@ public enum ArgumentParser {
     .mistakes: ["--chapter", "--exercise", "--timeout", "--jobs", "--only", "--repeat"],
     .fingerprint: [],
     .help: [],
+    .mutate: ["--chapter", "--exercise", "--timeout", "--jobs", "--limit", "--write-report"],
   ]
 
   /// Parses the arguments after the program name.
@@ -139,6 +148,14 @@ public enum ArgumentParser {
         invocation.only = try value(for: option, inline: argument, from: &remaining)
       case "--all":
         invocation.allHints = true
+      case "--limit":
+        let text = try value(for: option, inline: argument, from: &remaining)
+        guard let limit = Int(text), limit >= 1 else {
+          throw .usage("workbook: --limit expects a whole number of at least 1; got '\(text)'")
+        }
+        invocation.limit = limit
+      case "--write-report":
+        invocation.writeReport = true
       default:
         break
       }
