@@ -51,7 +51,7 @@ FIRST_CHAPTER = $(strip $(if $(filter check watch,$(or $(MAKECMDGOALS),$(.DEFAUL
 # (BuildRequest.volatileVariables in Runner/Sources/WorkbookCore/BuildStep.swift): SwiftPM
 # compiles the manifest again whenever the environment differs from its last build's.
 BUILD_VOLATILE := MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES MAKE_TERMOUT MAKE_TERMERR \
-  MAKE_RESTARTS CHAPTER EXERCISE ALL QUICK RUNS NAME SOURCE PORT WORKBOOK_MAKE WORKBOOK_LONG_TESTS \
+  MAKE_RESTARTS CHAPTER EXERCISE ALL LIMIT WRITE QUICK RUNS NAME SOURCE PORT WORKBOOK_MAKE WORKBOOK_LONG_TESTS \
   WORKBOOK_EXPLAIN NO_COLOR OLDPWD PWD _ SHLVL COLUMNS LINES
 
 # The runner binary: rebuilt only when a runner source is newer, with live progress

@@ -56,7 +56,8 @@ public struct BuildRequest: Sendable {
   /// none of them.
   static let volatileVariables = [
     "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "MAKE_TERMOUT", "MAKE_TERMERR",
-    "MAKE_RESTARTS", "CHAPTER", "EXERCISE", "ALL", "QUICK", "RUNS", "NAME", "SOURCE", "PORT",
+    "MAKE_RESTARTS", "CHAPTER", "EXERCISE", "ALL", "LIMIT", "WRITE", "QUICK", "RUNS", "NAME",
+    "SOURCE", "PORT",
     "WORKBOOK_MAKE", "WORKBOOK_LONG_TESTS", "WORKBOOK_EXPLAIN", "NO_COLOR", "OLDPWD", "PWD",
     "_", "SHLVL", "COLUMNS", "LINES",
   ]

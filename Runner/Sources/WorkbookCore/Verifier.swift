@@ -57,6 +57,19 @@ public struct Verifier: Sendable {
       (try? String(contentsOf: root.appendingPathComponent("Package.swift"), encoding: .utf8))
       ?? ""
     record(MetadataValidator.validateChapters(workbook, manifest: manifest))
+    // The mutation report speaks for the solutions as they were when it was written.
+    if FileManager.default.fileExists(
+      atPath: root.appendingPathComponent(MutationReport.path).path)
+    {
+      let stale = MutationReport.staleExercises(root: root)
+      record(
+        CheckResult(
+          "\(MutationReport.path) is current for every solution it lists",
+          stale.map {
+            "\($0): the solution changed since its mutation report; run "
+              + "make mutate EXERCISE=\($0) WRITE=1 and explain any survivor"
+          }))
+    }
     let chapters = workbook.chapters.filter { chapterNumber == nil || $0.number == chapterNumber }
     let selection = chapters.map { (chapter: $0, exercises: $0.exercises) }
     for chapter in chapters {
