@@ -39,12 +39,17 @@ public struct HTTPTestResponse: Sendable {
   public var pieceDelay: Duration
   /// Only the first this-many body bytes are sent (a truncated body); `nil` sends them all.
   public var sendOnly: Int?
+  /// Sends the body with `Transfer-Encoding: chunked`, one chunk per piece, and no
+  /// `Content-Length` (`announcedLength` is ignored): the client cannot know the size
+  /// until the body is over.
+  public var chunked: Bool
   public var ending: Ending
 
   public init(
     status: Int = 200, headers: [(name: String, value: String)] = [], body: [UInt8] = [],
     announcedLength: Int? = nil, headerDelay: Duration? = .zero, pieces: Int = 1,
-    pieceDelay: Duration = .zero, sendOnly: Int? = nil, ending: Ending = .keepAlive
+    pieceDelay: Duration = .zero, sendOnly: Int? = nil, chunked: Bool = false,
+    ending: Ending = .keepAlive
   ) {
     self.status = status
     self.headers = headers
@@ -54,6 +59,7 @@ public struct HTTPTestResponse: Sendable {
     self.pieces = max(1, pieces)
     self.pieceDelay = pieceDelay
     self.sendOnly = sendOnly
+    self.chunked = chunked
     self.ending = ending
   }
 
@@ -92,12 +98,17 @@ public struct HTTPTestResponse: Sendable {
   public static func stalls(_ body: [UInt8], after: Int) -> Self {
     Self(body: body, sendOnly: after, ending: .hold)
   }
+  /// `200 OK` with `body` in `pieces` chunks, `every` apart, and no `Content-Length`: a body
+  /// of unknown size.
+  public static func unsized(_ body: [UInt8], pieces: Int = 1, every: Duration = .zero) -> Self {
+    Self(body: body, pieces: pieces, pieceDelay: every, chunked: true)
+  }
 }
 
 /// A small HTTP/1.1 server on 127.0.0.1 for tests: each request path answers with a
-/// scripted ``HTTPTestResponse``, and the server tells what the client did (which paths it
-/// requested, which connections it closed before the response was over, how many
-/// connections are still open).
+/// scripted ``HTTPTestResponse`` (or with a sequence of them, one per request), and the
+/// server tells what the client did (which paths it requested and when, which connections
+/// it closed before the response was over, how many connections are still open).
 ///
 /// Zero dependencies: POSIX sockets, one thread that accepts and one thread per connection
 /// with blocking reads and writes (every wait is a `poll` in short slices, so ``stop()``
@@ -105,8 +116,11 @@ public struct HTTPTestResponse: Sendable {
 /// bodies, paths compared without their query.
 public final class HTTPTestServer: @unchecked Sendable {
   private struct State {
-    var routes: [String: HTTPTestResponse] = [:]
+    /// Per path, the answers still to give: the first answers the next request, and the
+    /// last one every request after it.
+    var routes: [String: [HTTPTestResponse]] = [:]
     var requests: [String] = []
+    var arrivals: [ContinuousClock.Instant] = []
     var abandoned: [String] = []
     var open = 0
     var accepted = 0
@@ -127,7 +141,7 @@ public final class HTTPTestServer: @unchecked Sendable {
     fallback: HTTPTestResponse = .status(404, "not found")
   ) {
     self.fallback = fallback
-    state.routes = routes
+    state.routes = routes.mapValues { [$0] }
   }
 
   deinit { stop() }
@@ -193,11 +207,22 @@ public final class HTTPTestServer: @unchecked Sendable {
 
   /// Answers `path` with `response` from now on.
   public func route(_ path: String, _ response: HTTPTestResponse) {
-    locked { $0.routes[path] = response }
+    locked { $0.routes[path] = [response] }
+  }
+
+  /// Answers the next requests for `path` with `responses`, one each, in order; the last
+  /// one answers every request after them. An empty list removes the route.
+  public func route(_ path: String, _ responses: [HTTPTestResponse]) {
+    locked { $0.routes[path] = responses.isEmpty ? nil : responses }
   }
 
   /// The paths requested so far, in order.
   public var requests: [String] { locked { $0.requests } }
+  /// The requests so far, in order, each with the time its head had arrived: how far apart
+  /// a client's requests came.
+  public var arrivals: [(path: String, time: ContinuousClock.Instant)] {
+    locked { state in zip(state.requests, state.arrivals).map { (path: $0, time: $1) } }
+  }
   /// The paths whose connection the client closed before the response was over (a
   /// cancelled task shows up here).
   public var abandoned: [String] { locked { $0.abandoned } }
@@ -261,9 +286,16 @@ public final class HTTPTestServer: @unchecked Sendable {
       let path = String(target.split(separator: "?", omittingEmptySubsequences: false).first ?? "")
       let isHead = words.first == "HEAD"
       let clientCloses = head.lowercased().contains("\r\nconnection: close")
+      let arrived = ContinuousClock.now
       let response: HTTPTestResponse = locked { state in
         state.requests.append(path)
-        return state.routes[path] ?? fallback
+        state.arrivals.append(arrived)
+        guard var answers = state.routes[path], let first = answers.first else { return fallback }
+        if answers.count > 1 {
+          answers.removeFirst()
+          state.routes[path] = answers
+        }
+        return first
       }
       switch respond(fd, response, isHead: isHead) {
       case .finished:
@@ -288,7 +320,11 @@ public final class HTTPTestServer: @unchecked Sendable {
     if let outcome = pause(fd, headerDelay) { return outcome }
     let announced = response.announcedLength ?? response.body.count
     var head = "HTTP/1.1 \(response.status) \(reason(response.status))\r\n"
-    head += "Content-Length: \(announced)\r\n"
+    if response.chunked {
+      head += "Transfer-Encoding: chunked\r\n"
+    } else {
+      head += "Content-Length: \(announced)\r\n"
+    }
     head += "Content-Type: application/octet-stream\r\n"
     if response.ending != .keepAlive { head += "Connection: close\r\n" }
     for (name, value) in response.headers { head += "\(name): \(value)\r\n" }
@@ -303,8 +339,16 @@ public final class HTTPTestServer: @unchecked Sendable {
         if !first, let outcome = pause(fd, response.pieceDelay) { return outcome }
         first = false
         let end = min(body.count, start + size)
-        guard send(fd, Array(body[start..<end])) else { return .clientClosed }
+        var piece = Array(body[start..<end])
+        if response.chunked {
+          piece = Array("\(String(piece.count, radix: 16))\r\n".utf8) + piece + Array("\r\n".utf8)
+        }
+        guard send(fd, piece) else { return .clientClosed }
         start = end
+      }
+      // The last chunk, unless the body was cut short.
+      if response.chunked, body.count == response.body.count {
+        guard send(fd, Array("0\r\n\r\n".utf8)) else { return .clientClosed }
       }
     }
     if response.ending == .hold { return holdUntilClosed(fd) }

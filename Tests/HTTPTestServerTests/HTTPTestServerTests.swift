@@ -92,4 +92,45 @@ struct HTTPTestServerTests {
     #expect(throws: URLError.self, "the client sees the connection go") { try outcome.get() }
     #expect(await eventually { server.openConnections == 0 })
   }
+
+  @Test("A sequence of answers, one per request, the last one repeated; arrival times")
+  func sequence() async throws {
+    let server = try HTTPTestServer().start()
+    defer { server.stop() }
+    server.route("/n", [.ok("1"), .status(503), .ok("3")])
+
+    var seen: [String] = []
+    for round in 0..<4 {
+      let (data, status) = try await withDeadline(.seconds(2), "GET /n, round \(round)") {
+        await get(server.url("/n"))
+      }.get()
+      seen.append("\(status) \(String(decoding: data, as: UTF8.self))")
+    }
+    #expect(seen == ["200 1", "503 ", "200 3", "200 3"])
+    let arrivals = server.arrivals
+    #expect(arrivals.map(\.path) == ["/n", "/n", "/n", "/n"])
+    #expect(zip(arrivals, arrivals.dropFirst()).allSatisfy { $0.time <= $1.time })
+  }
+
+  @Test("A body of unknown size: chunked, with no Content-Length")
+  func unsized() async throws {
+    let body = (0..<5000).map { UInt8(truncatingIfNeeded: $0) }
+    let server = try HTTPTestServer([
+      "/chunked": .unsized(body, pieces: 3, every: .milliseconds(10)),
+      "/empty": .unsized([]),
+    ]).start()
+    defer { server.stop() }
+
+    let session = URLSession(configuration: .ephemeral)
+    defer { session.finishTasksAndInvalidate() }
+    let (data, response) = try await withDeadline(.seconds(2), "GET /chunked") {
+      try await session.data(from: server.url("/chunked"))
+    }
+    #expect(data == Data(body))
+    #expect(response.expectedContentLength == -1, "no length was announced")
+    let (empty, _) = try await withDeadline(.seconds(2), "GET /empty") {
+      try await session.data(from: server.url("/empty"))
+    }
+    #expect(empty.isEmpty)
+  }
 }
