@@ -52,7 +52,9 @@ extension ScalePairingSessionDelegate {
 ///   repeats it when the phone's acknowledgement is lost), progress only the first time;
 /// - a scale that pairs may report a failure right after (it went out of range once it had
 ///   paired), see ``Outcome/pairsThenFails(_:_:)``;
-/// - a switched-off scale never answers: only ``cancel()`` ends that pairing.
+/// - a switched-off scale never answers: only ``cancel()`` ends that pairing;
+/// - the scale may pair at the very moment the app cancels, see
+///   ``Outcome/pairsAsTheAppCancels(_:)``: both reports come at once, on two threads.
 ///
 /// The session holds its ``delegate`` **weakly** and calls whichever delegate is set when a
 /// report is due, when and on the thread the script says (possibly inside
@@ -72,6 +74,14 @@ public final class ScalePairingSession: @unchecked Sendable {
     /// Never answers (the scale is switched off): only ``ScalePairingSession/cancel()`` ends
     /// the pairing.
     case noAnswer
+    /// Paired at the very moment the app called ``ScalePairingSession/cancel()``: the
+    /// delegate hears `didPair` and `pairingSessionDidCancel` at once, on two threads.
+    ///
+    /// So that the two reports really overlap, the session holds each of those threads in
+    /// the ``ScalePairingSession/delegate`` accessors (after reading the delegate, before
+    /// changing it), as its internal lock would, held by the other report, until the other
+    /// report has reached them too or has returned, for at most half a second.
+    case pairsAsTheAppCancels(PairedScale)
 
     public var description: String {
       switch self {
@@ -81,6 +91,8 @@ public final class ScalePairingSession: @unchecked Sendable {
       case .pairsThenFails(let scale, let error):
         return "pairs with \(scale), then fails with \(error)"
       case .noAnswer: return "never answers"
+      case .pairsAsTheAppCancels(let scale):
+        return "pairs with \(scale) as the app cancels, both reported at once"
       }
     }
   }
@@ -94,6 +106,14 @@ public final class ScalePairingSession: @unchecked Sendable {
   private var pairings = 0
   private var lastCancelled = 0  // the number of the last pairing cancel() ended
   private var cancels = 0
+  /// The threads reporting at once (``Outcome/pairsAsTheAppCancels(_:)``), and how far
+  /// each has got; guarded by `raceCondition`, not by `lock`, since they wait on it.
+  private let raceCondition = NSCondition()
+  private var racers: [ObjectIdentifier: RaceStep] = [:]
+
+  private enum RaceStep {
+    case reporting, atTheDelegate, done
+  }
 
   /// - Parameters:
   ///   - outcome: How the next pairing ends.
@@ -112,10 +132,15 @@ public final class ScalePairingSession: @unchecked Sendable {
   public var delegate: ScalePairingSessionDelegate? {
     get {
       lock.lock()
-      defer { lock.unlock() }
-      return storedDelegate
+      let delegate = storedDelegate
+      lock.unlock()
+      // Read first, held second: the other report reads the same value before either of
+      // them can change it.
+      waitForTheOtherReport()
+      return delegate
     }
     set {
+      waitForTheOtherReport()
       lock.lock()
       defer { lock.unlock() }
       storedDelegate = newValue
@@ -220,6 +245,66 @@ public final class ScalePairingSession: @unchecked Sendable {
     case .pairsThenFails(let scale, let error):
       ended(number)?.pairingSession(self, didPair: scale)
       delegateIfStillPairing(number)?.pairingSession(self, didFailWithError: error)
+    case .pairsAsTheAppCancels(let scale):
+      guard let delegate = ended(number) else { return }
+      lock.lock()
+      cancels += 1
+      lock.unlock()
+      reportAtOnce(
+        { delegate.pairingSession(self, didPair: scale) },
+        { delegate.pairingSessionDidCancel(self) })
+    }
+  }
+
+  /// Makes both reports at once, each on a thread of its own, and returns when both have.
+  private func reportAtOnce(_ reports: () -> Void...) {
+    let box = UncheckedSendable(reports)
+    let started = DispatchSemaphore(value: 0)
+    let go = DispatchSemaphore(value: 0)
+    let finished = DispatchGroup()
+    for index in reports.indices {
+      finished.enter()
+      Thread.detachNewThread { [self] in
+        raceCondition.lock()
+        racers[ObjectIdentifier(Thread.current)] = .reporting
+        raceCondition.unlock()
+        started.signal()
+        go.wait()
+        box.value[index]()
+        step(to: .done)
+        finished.leave()
+      }
+    }
+    // Both threads are registered before either reports.
+    for _ in reports { started.wait() }
+    for _ in reports { go.signal() }
+    finished.wait()
+    raceCondition.lock()
+    racers = [:]
+    raceCondition.unlock()
+  }
+
+  /// Records how far the calling racer has got, and wakes the others.
+  private func step(to step: RaceStep) {
+    raceCondition.lock()
+    racers[ObjectIdentifier(Thread.current)] = step
+    raceCondition.broadcast()
+    raceCondition.unlock()
+  }
+
+  /// On a thread reporting at once with another: waits until every other such thread has
+  /// reached the delegate accessors too, or has returned from its report (half a second at
+  /// most). Anywhere else: returns at once.
+  private func waitForTheOtherReport() {
+    let me = ObjectIdentifier(Thread.current)
+    raceCondition.lock()
+    defer { raceCondition.unlock() }
+    guard racers[me] != nil else { return }
+    racers[me] = .atTheDelegate
+    raceCondition.broadcast()
+    let deadline = Date(timeIntervalSinceNow: 0.5)
+    while racers.contains(where: { $0.key != me && $0.value == .reporting }) {
+      if !raceCondition.wait(until: deadline) { return }
     }
   }
 

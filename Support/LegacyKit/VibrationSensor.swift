@@ -43,7 +43,9 @@ public protocol VibrationSensorDelegate: AnyObject {
 /// is how an app that cannot keep up tells the sensor to wait. A pause survives a restart.
 ///
 /// What each start does comes from a script of runs: so many readings, then the run ends
-/// finished, interrupted (start again to go on) or failed. Everything is counted, so a test
+/// finished, interrupted (start again to go on) or failed. A sensor that logged its readings
+/// while nobody listened (`sendsRunInsideStart`) sends a whole run, and its end, inside
+/// ``start()``, one right after the other. Everything is counted, so a test
 /// can see whether the sensor is running, paused, how many readings it has sent, and how
 /// often it was started, stopped and paused. Thread-safe. The delegate is held weakly.
 public final class VibrationSensor: @unchecked Sendable {
@@ -74,6 +76,7 @@ public final class VibrationSensor: @unchecked Sendable {
   private let runs: [Run]
   private let interval: Duration
   private let measuresInsideStart: Bool
+  private let sendsRunInsideStart: Bool
   private let queue = DispatchQueue(label: "VibrationSensor")
   private let lock = NSLock()
   private weak var storedDelegate: VibrationSensorDelegate?
@@ -92,13 +95,19 @@ public final class VibrationSensor: @unchecked Sendable {
   ///   - interval: The time between two readings.
   ///   - measuresInsideStart: Whether a run's first reading is sent inside ``start()``, on
   ///     the caller's thread, before it returns (the sensor had it ready).
+  ///   - sendsRunInsideStart: Whether a run's readings, and then its end, are all sent inside
+  ///     ``start()``, on the caller's thread, back to back, before it returns (a data logger
+  ///     emptying its memory). A ``pause()`` meanwhile holds back the rest, which come on the
+  ///     sensor's queue after ``resume()``, every `interval`.
   public init(
-    runs: [Run], interval: Duration = .milliseconds(1), measuresInsideStart: Bool = false
+    runs: [Run], interval: Duration = .milliseconds(1), measuresInsideStart: Bool = false,
+    sendsRunInsideStart: Bool = false
   ) {
     precondition(!runs.isEmpty, "a sensor needs at least one run")
     self.runs = runs
     self.interval = interval
     self.measuresInsideStart = measuresInsideStart
+    self.sendsRunInsideStart = sendsRunInsideStart
   }
 
   /// Whether the sensor is measuring (paused or not).
@@ -126,6 +135,11 @@ public final class VibrationSensor: @unchecked Sendable {
       return generation
     }
     guard let generation = started else { return }
+    if sendsRunInsideStart {
+      // Until the run ends, or a pause or a stop interrupts it (a resume goes on from there).
+      while tick(generation, scheduleNext: false) == .measured {}
+      return
+    }
     if measuresInsideStart {
       tick(generation, scheduleNext: false)
     }
@@ -176,7 +190,13 @@ public final class VibrationSensor: @unchecked Sendable {
     case end(SensorStop)
   }
 
-  private func tick(_ generation: Int, scheduleNext: Bool = true) {
+  /// What one tick did.
+  private enum Ticked {
+    case measured, ended, nothing
+  }
+
+  @discardableResult
+  private func tick(_ generation: Int, scheduleNext: Bool = true) -> Ticked {
     let step: Step? = locked {
       guard running, !paused, generation == self.generation else { return nil }
       if left > 0 {
@@ -192,10 +212,12 @@ public final class VibrationSensor: @unchecked Sendable {
     case .measure(let reading)?:
       delegate?.sensor(self, didMeasure: reading)
       if scheduleNext { schedule(generation) }
+      return .measured
     case .end(let reason)?:
       delegate?.sensor(self, didStop: reason)
+      return .ended
     case nil:
-      break
+      return .nothing
     }
   }
 
