@@ -72,9 +72,10 @@ final class WeatherScreenModel {
   /// - A conditions error is the refresh's failure, and nothing more is asked for.
   /// - A forecast alone is shown; an error alone is the failure; a forecast with an error
   ///   is shown with the error as its warning; neither is the failure ``EmptyForecast``.
-  /// - Every progress value the radar reports reaches the progress bar, in order; a city
-  ///   without radar is shown without a map.
-  /// - A failure sets ``failure`` and clears ``screen``; a success does the opposite.
+  /// - Every progress value the radar reports reaches the progress bar, in order, before
+  ///   refresh(city:) returns; a city without radar is shown without a map.
+  /// - A failure sets ``failure`` and clears ``screen``; a success does the opposite. The
+  ///   model shows the outcome by the time refresh(city:) returns.
   func refresh(city: String) async {
     // Three awaits in a row replace the pyramid: each step runs only if the one before it
     // succeeded, and every failure, from any step, lands in the one `catch`.

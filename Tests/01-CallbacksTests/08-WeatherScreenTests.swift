@@ -33,6 +33,45 @@ private enum Sky {
     radar: londonRadar)
 }
 
+/// What the model shows when `refresh(city:)` returns: read in the same main-actor job as the
+/// return, before anything else can run, as a caller that awaits `refresh(city:)` reads it.
+struct Shown: Sendable {
+  var screen: WeatherScreen?
+  var failure: (any Error)?
+  var progress: [Double]
+
+  @MainActor
+  init(_ model: WeatherScreenModel) {
+    screen = model.screen
+    failure = model.failure
+    progress = model.progressShown
+  }
+
+  /// Screen and failure are the same (progress is checked on its own).
+  func showsTheSame(as other: Shown) -> Bool {
+    screen == other.screen
+      && String(describing: failure) == String(describing: other.failure)
+  }
+}
+
+/// The contract of `refresh(city:)`: each path, what the screen shows, and the test that
+/// checks it (— where a column does not apply, and why). Every refresh goes through
+/// `refresh(_:city:)`, which reads the model in the job `refresh(city:)` returns in and
+/// fails a model that changes only after that: the state is checked at return on every path.
+///
+/// | path | screen, failure (at return) | SDK requests | progress bar | thread, actor, timing |
+/// | --- | --- | --- | --- | --- |
+/// | conditions, forecast, radar | the screen, failure nil: `showsEverything` | conditions first, then forecast (5 days, its station) and radar, once each: `showsEverything` | — | any thread, inside the call, later: `showsEverything`; no main-actor trap: every test |
+/// | cached forecast + error | shown with the error as warning: `cachedForecastShowsWithItsWarning` | — | — | — |
+/// | no radar map | shown without a map: `noRadar` | — | nothing arrives, nothing waited for: `noRadar` | — |
+/// | conditions error | its error, screen nil: `conditionsErrorFails` | nothing more asked: `conditionsErrorFails` | — | — |
+/// | forecast error | its error, screen nil: `forecastErrorFails` | — | — | — |
+/// | forecast (nil, nil) | `EmptyForecast`, screen nil: `emptyForecastFails` | — | — | — |
+/// | 300 progress values | — | — | all, once, in order, on the bar when refresh returns, none later: `progressReachesTheBar` | reported inside the call or on another thread: `progressReachesTheBar` |
+/// | slow SDK | — | — | — | the main actor stays free while the conditions wait: `leavesTheMainActorFree`; a radar 2.5 s late blocks no thread and not the main actor: `slowRadar` |
+/// | refreshed again | the newest outcome replaces the old one: `refreshingAgain` | — | — | — |
+/// | two refreshes at once | — the doc comment promises nothing for overlapping refreshes | | | |
+/// | cancelled (before, during, after) | — the SDK cannot cancel, and refresh(city:) promises nothing for a cancelled task: it finishes | | | |
 // The model is main-actor isolated, so these tests run on the main actor too.
 @MainActor
 @Suite("1.8 Weather screen (challenge)")
@@ -45,26 +84,68 @@ struct WeatherScreenTests {
     "the forecast's (nil, nil) reply never resumes; it must end the refresh with the "
     + "failure EmptyForecast()"
 
-  /// Runs `refresh(city:)` within the deadline.
+  /// Runs `refresh(city:)` within the deadline and returns what the model showed when it
+  /// returned, read before anything else could run on the main actor.
+  ///
+  /// Then lets the main actor run what was queued for it meanwhile: a model whose screen or
+  /// failure changes only now was updated after `refresh(city:)` had returned, and fails.
+  @discardableResult
   static func refresh(
     _ model: WeatherScreenModel, city: String, hint: String = hint,
-    sourceLocation: SourceLocation = #_sourceLocation
-  ) async throws {
-    try await withDeadline(.seconds(2), name, hint: hint, sourceLocation: sourceLocation) {
-      await model.refresh(city: city)
+    limit: Duration = .seconds(2), sourceLocation: SourceLocation = #_sourceLocation
+  ) async throws -> Shown {
+    let shown = try await withDeadline(limit, name, hint: hint, sourceLocation: sourceLocation) {
+      await refreshAndLook(model, city: city)
     }
+    await letTheMainActorCatchUp()
+    let later = Shown(model)
+    let settled = later.showsTheSame(as: shown)
+    #expect(
+      settled,
+      """
+      refresh(city:) returned before the model showed its outcome: when it returned, the \
+      screen was \(describe(shown.screen)) and the failure \(describe(shown.failure)); only \
+      afterwards did they become \(describe(later.screen)) and \(describe(later.failure)). A \
+      caller that awaits refresh(city:) reads the model right after the await, so the \
+      outcome must be there by then: work handed to a queue or a task runs too late
+      """, sourceLocation: sourceLocation)
+    return shown
+  }
+
+  /// Awaits `refresh(city:)` and reads the model in the same job as the return: nothing
+  /// queued for the main actor has run since.
+  static func refreshAndLook(_ model: WeatherScreenModel, city: String) async -> Shown {
+    await model.refresh(city: city)
+    return Shown(model)
+  }
+
+  /// Returns once whatever was queued for the main actor before this call has run: one trip
+  /// through the main queue (first in, first out) and a few through the main actor.
+  static func letTheMainActorCatchUp() async {
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+      DispatchQueue.main.async { done.resume() }
+    }
+    for _ in 0..<10 { await Task.yield() }
+  }
+
+  static func describe(_ screen: WeatherScreen?) -> String {
+    screen.map { "the screen of \($0.conditions.city)" } ?? "nil"
+  }
+
+  static func describe(_ failure: (any Error)?) -> String {
+    failure.map { "\($0)" } ?? "nil"
   }
 
   /// What went wrong when the screen is not `expected` right after a refresh.
-  static func wrongScreen(_ model: WeatherScreenModel, expected: WeatherScreen) -> Comment {
-    guard let screen = model.screen else {
-      if let failure = model.failure {
+  static func wrongScreen(_ shown: Shown, expected: WeatherScreen) -> Comment {
+    guard let screen = shown.screen else {
+      if let failure = shown.failure {
         return "refresh(city:) failed with \(failure) although every part of the screen loaded"
       }
       return """
-        refresh(city:) returned before showing the screen: it must await every part (suspend \
-        on a continuation for each SDK call) and set screen itself, not leave it to a task \
-        or queue that runs later
+        refresh(city:) returned before showing the screen: when it returns, screen must \
+        already hold what the SDK sent (a caller reads it right after the await), and it was \
+        still nil
         """
     }
     if screen.conditions != expected.conditions {
@@ -91,10 +172,10 @@ struct WeatherScreenTests {
     let client = Sky.client(conditions: script, forecast: script, radar: script)
     let model = WeatherScreenModel(client: client)
 
-    try await Self.refresh(model, city: "London")
+    let shown = try await Self.refresh(model, city: "London")
 
-    #expect(model.screen == Sky.londonScreen, Self.wrongScreen(model, expected: Sky.londonScreen))
-    #expect(model.failure == nil, "a refresh that succeeded must leave failure nil")
+    #expect(shown.screen == Sky.londonScreen, Self.wrongScreen(shown, expected: Sky.londonScreen))
+    #expect(shown.failure == nil, "a refresh that succeeded must leave failure nil")
     let requested = client.events.filter {
       if case .radarDelivered = $0 { return false } else { return true }
     }
@@ -115,22 +196,22 @@ struct WeatherScreenTests {
     client.forecastReply = .valueAndError(.stale)
     let model = WeatherScreenModel(client: client)
 
-    try await Self.refresh(
+    let shown = try await Self.refresh(
       model, city: "London",
       hint: "the (forecast, error) reply never resumes; show the forecast with its warning")
 
     var expected = Sky.londonScreen
     expected.forecastWarning = .stale
     #expect(
-      model.failure == nil,
+      shown.failure == nil,
       """
-      refresh(city:) failed with \(String(describing: model.failure)) when the forecast came \
+      refresh(city:) failed with \(String(describing: shown.failure)) when the forecast came \
       from the cache with a warning: a forecast that comes with an error must be shown, with \
       the error as its forecastWarning, not thrown away
       """)
-    #expect(model.screen == expected, Self.wrongScreen(model, expected: expected))
+    #expect(shown.screen == expected, Self.wrongScreen(shown, expected: expected))
     #expect(
-      model.screen?.forecastWarning == .stale,
+      shown.screen?.forecastWarning == .stale,
       """
       the cached forecast is shown without its warning: the error that came with it must be \
       the screen's forecastWarning (the "may be out of date" banner)
@@ -144,17 +225,17 @@ struct WeatherScreenTests {
     let client = Sky.client(conditions: script)
     let model = WeatherScreenModel(client: client)
 
-    try await Self.refresh(
+    let shown = try await Self.refresh(
       model, city: "Atlantis",
       hint: "the conditions' .failure case never resumes; resume(with: result) handles both")
 
     #expect(
-      model.failure as? ForecastError == .unknownCity("Atlantis"),
+      shown.failure as? ForecastError == .unknownCity("Atlantis"),
       """
       refresh(city:) should fail with the conditions' own error unknownCity("Atlantis"), not \
-      \(String(describing: model.failure))
+      \(String(describing: shown.failure))
       """)
-    #expect(model.screen == nil, "a refresh that failed must leave screen nil")
+    #expect(shown.screen == nil, "a refresh that failed must leave screen nil")
     #expect(
       client.events == [.conditionsRequested(city: "Atlantis")],
       """
@@ -171,16 +252,16 @@ struct WeatherScreenTests {
     client.forecastReply = .error(.offline)
     let model = WeatherScreenModel(client: client)
 
-    try await Self.refresh(
+    let shown = try await Self.refresh(
       model, city: "London", hint: "the forecast's (nil, error) reply never resumes")
 
     #expect(
-      model.failure as? ForecastError == .offline,
+      shown.failure as? ForecastError == .offline,
       """
       refresh(city:) should fail with the forecast's own error offline, not \
-      \(String(describing: model.failure))
+      \(String(describing: shown.failure))
       """)
-    #expect(model.screen == nil, "a refresh that failed must leave screen nil")
+    #expect(shown.screen == nil, "a refresh that failed must leave screen nil")
   }
 
   @Test(
@@ -191,15 +272,15 @@ struct WeatherScreenTests {
     client.forecastReply = .neither
     let model = WeatherScreenModel(client: client)
 
-    try await Self.refresh(model, city: "London", hint: Self.neitherHint)
+    let shown = try await Self.refresh(model, city: "London", hint: Self.neitherHint)
 
     #expect(
-      model.failure is EmptyForecast,
+      shown.failure is EmptyForecast,
       """
       the forecast handler got (nil, nil) and refresh(city:) ended with failure \
-      \(String(describing: model.failure)); it must be EmptyForecast()
+      \(String(describing: shown.failure)); it must be EmptyForecast()
       """)
-    #expect(model.screen == nil, "a refresh that failed must leave screen nil")
+    #expect(shown.screen == nil, "a refresh that failed must leave screen nil")
   }
 
   @Test("A city without radar is shown without a map, even when no progress comes")
@@ -208,7 +289,7 @@ struct WeatherScreenTests {
     client.radarProgress = []
     let model = WeatherScreenModel(client: client)
 
-    try await Self.refresh(
+    let shown = try await Self.refresh(
       model, city: "Paris",
       hint: "the radar's nil reply never resumes (or the code waits for a progress that "
         + "never comes)")
@@ -217,39 +298,59 @@ struct WeatherScreenTests {
       conditions: Sky.paris, forecast: Array(Sky.week.reversed().prefix(5)),
       forecastWarning: nil, radar: nil)
     #expect(
-      model.failure == nil,
+      shown.failure == nil,
       """
-      refresh(city:) failed with \(String(describing: model.failure)) for a city without \
+      refresh(city:) failed with \(String(describing: shown.failure)) for a city without \
       radar: a nil map means "no radar here", so show the screen without one
       """)
-    #expect(model.screen == expected, Self.wrongScreen(model, expected: expected))
+    #expect(shown.screen == expected, Self.wrongScreen(shown, expected: expected))
   }
 
   @Test(
-    "Every radar progress value reaches the progress bar, in order",
+    "Every radar progress value, 300 of them, is on the bar when refresh(city:) returns, in order",
     arguments: [CallbackScript.synchronously, .default])
   func progressReachesTheBar(script: CallbackScript) async throws {
-    let steps = (1...20).map { Double($0) / 20 }
+    let steps = (1...300).map { Double($0) / 300 }
     let client = Sky.client(radar: script)
     client.radarProgress = steps
     let model = WeatherScreenModel(client: client)
 
-    try await Self.refresh(model, city: "London")
+    let shown = try await Self.refresh(model, city: "London")
 
-    #expect(model.screen == Sky.londonScreen, Self.wrongScreen(model, expected: Sky.londonScreen))
-    // Values handed to the main actor may still be queued behind this test: let them in.
-    for _ in 0..<200 where model.progressShown != steps {
+    #expect(shown.screen == Sky.londonScreen, Self.wrongScreen(shown, expected: Sky.londonScreen))
+    // Values still on their way when refresh(city:) returned come in now, and are late.
+    for _ in 0..<200 where model.progressShown.count < steps.count {
       try await Task.sleep(for: .milliseconds(5))
     }
-    let arrived = model.progressShown == steps
-    let shown = model.progressShown
-    #expect(
-      arrived,
-      """
-      the progress bar showed \(shown.isEmpty ? "nothing" : "\(shown)"), not the \(steps.count) \
-      values the radar reported (\(steps.first!) to \(steps.last!)) in order: pass each \
-      progress value on to radarProgress, on the main actor
-      """)
+    let fault = EventOrder.fault(
+      received: model.progressShown, expected: steps, endedAfter: shown.progress.count)
+    let shownAtAll = model.progressShown
+    let message: String
+    switch fault {
+    case nil:
+      message = ""
+    case .missing(let count, _, _) where count == steps.count:
+      message = """
+        the progress bar showed nothing, not the \(steps.count) values the radar reported \
+        (\(steps.first!) to \(steps.last!)): pass each progress value on to radarProgress, \
+        on the main actor
+        """
+    case .late:
+      message = """
+        refresh(city:) returned before the progress bar had shown every value the radar \
+        reported: \(fault!). The radar's completion comes after its last progress value, \
+        and so must the screen: a value still on its way to the main actor when \
+        refresh(city:) returns moves the bar after the map is shown (or during the next \
+        refresh)
+        """
+    case .missing, .unexpected, .duplicated, .outOfOrder:
+      message = """
+        the progress bar showed \(shownAtAll.count) values, not the \(steps.count) the radar \
+        reported, once each and in order: \(fault!). Every value must reach radarProgress, \
+        in the order the SDK reported it
+        """
+    }
+    #expect(fault == nil, Comment(rawValue: message))
   }
 
   @Test("refresh(city:) leaves the main actor free while it waits")
@@ -280,7 +381,21 @@ struct WeatherScreenTests {
       until the SDK answered (a semaphore, a dispatch group or another blocking wait), so \
       nothing else on the main actor could run meanwhile. Suspend on a continuation instead.
       """)
-    #expect(model.screen == Sky.londonScreen, Self.wrongScreen(model, expected: Sky.londonScreen))
+    #expect(model.screen == Sky.londonScreen, "after the refresh, the screen must show London")
+  }
+
+  @Test("A radar that takes 2.5 seconds blocks neither the main actor nor any other thread")
+  func slowRadar() async throws {
+    // Longer than the watchdog's patience (1.5 s): whatever waits for the radar by blocking
+    // a thread (a semaphore, a group, a sleep loop), on the main actor or in a task it
+    // started, is seen blocking, and named.
+    let client = Sky.client(radar: .later(.milliseconds(2500)))
+    let model = WeatherScreenModel(client: client)
+
+    let shown = try await Self.refresh(
+      model, city: "London", hint: "the radar's completion never resumes", limit: .seconds(6))
+
+    #expect(shown.screen == Sky.londonScreen, Self.wrongScreen(shown, expected: Sky.londonScreen))
   }
 
   @Test("Refreshing again shows the new city, or the new failure")
@@ -288,21 +403,21 @@ struct WeatherScreenTests {
     let client = Sky.client()
     let model = WeatherScreenModel(client: client)
 
-    try await Self.refresh(model, city: "London")
-    #expect(model.screen == Sky.londonScreen, Self.wrongScreen(model, expected: Sky.londonScreen))
+    let first = try await Self.refresh(model, city: "London")
+    #expect(first.screen == Sky.londonScreen, Self.wrongScreen(first, expected: Sky.londonScreen))
 
-    try await Self.refresh(model, city: "Atlantis")
+    let second = try await Self.refresh(model, city: "Atlantis")
     #expect(
-      model.screen == nil,
-      "after a failed refresh the screen must be cleared, not keep showing \(model.screen?.conditions.city ?? "")"
+      second.screen == nil,
+      "after a failed refresh the screen must be cleared, not keep showing \(second.screen?.conditions.city ?? "")"
     )
     #expect(
-      model.failure as? ForecastError == .unknownCity("Atlantis"),
+      second.failure as? ForecastError == .unknownCity("Atlantis"),
       "the second refresh failed, so failure must be its error")
 
     client.radarProgress = []
-    try await Self.refresh(model, city: "Paris")
-    #expect(model.screen?.conditions == Sky.paris, "the third refresh must show Paris")
-    #expect(model.failure == nil, "a refresh that succeeded must clear the earlier failure")
+    let third = try await Self.refresh(model, city: "Paris")
+    #expect(third.screen?.conditions == Sky.paris, "the third refresh must show Paris")
+    #expect(third.failure == nil, "a refresh that succeeded must clear the earlier failure")
   }
 }
