@@ -61,8 +61,9 @@ func pairScale(
   // TODO: Implement this with a continuation that a delegate of your own resumes (leave
   // `PairingScreenController` as it is: the settings screen still uses it). The session
   // reports on any thread, sometimes before `startPairing(code:)` returns, sometimes more
-  // than once, and it holds its delegate weakly. Say in comments why each part of your
-  // answer is safe.
+  // than once, sometimes two outcomes at the same moment on two threads (the app's
+  // `cancel()` just as the scale answers), and it holds its delegate weakly. Say in
+  // comments why each part of your answer is safe.
   throw Unfinished()
 }
 
