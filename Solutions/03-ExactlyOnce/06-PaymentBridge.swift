@@ -147,6 +147,9 @@ extension Checkout {
           try await self.submit(cents: cents, idempotencyKey: key)
         }
       } catch let error where attempt < maxAttempts && Self.isWorthRetrying(error) {
+        // No other attempt for a caller that cancelled while this one was ending (its
+        // answer was on its way, so the cancel found nothing left to stop).
+        try Task.checkCancellation()
         // A retry starts a new attempt at once. If the caller has been cancelled in the
         // meantime, that attempt's onCancel runs at once and it ends in CancellationError,
         // which is never retried.

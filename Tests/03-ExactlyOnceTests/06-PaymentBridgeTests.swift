@@ -5,9 +5,44 @@ import WorkbookTesting
 
 @testable import ExactlyOnce
 
+/// The contract of `pay(cents:orderID:)`: each path, what the caller and the gateway see,
+/// and the test that checks it (— where a column does not apply, and why). "At return": read
+/// in the job `pay` returns in, before anything else runs (`payAndLook`).
+///
+/// | path | result, error | attempts, key, charges | requests running | thread, timing |
+/// | --- | --- | --- | --- | --- |
+/// | approved at once | the receipt: `approvedAtOnce` | 1 attempt, the order's key, 1 charge: `approvedAtOnce` | none at return: `approvedAtOnce` | any thread, inside the call, later: `approvedAtOnce` |
+/// | unavailable, then approved | the receipt: `retriesWhileUnavailable` | 3 attempts, one key, 1 charge: `retriesWhileUnavailable` | — | — |
+/// | unavailable every time | `.unavailable`: `givesUpWhenUnavailable` | exactly maxAttempts: `givesUpWhenUnavailable` | — | — |
+/// | declined | `.declined`: `declinedIsFinal` | 1 attempt, no charge: `declinedIsFinal` | — | — |
+/// | answer lost (charged) | the receipt of the retry: `lostAnswerTimesOut` | 2 attempts, 1 charge: `lostAnswerTimesOut` | the lost one cancelled, one at a time, none at return: `lostAnswerTimesOut` | — |
+/// | no answer, ever | `.timedOut`: `everyAttemptTimesOut` | maxAttempts: `everyAttemptTimesOut` | one at a time, none at return: `everyAttemptTimesOut` | — |
+/// | every answer sent twice | one resume: `answersTwice` | — | — | — |
+/// | cancelled before the call | `CancellationError`: `alreadyCancelled` | at most 1, no charge: `alreadyCancelled` | none at return: `alreadyCancelled` | — |
+/// | cancelled while waiting | `CancellationError`: `cancellingStopsThePayment` | no other: `cancellingStopsThePayment` | none at return: `cancellingStopsThePayment` | the cancel answered inside the call, soon, later: `cancellingStopsThePayment` |
+/// | cancelled as an attempt answers .unavailable | `CancellationError`: `cancelBetweenAttempts` | no attempt after the cancel: `cancelBetweenAttempts` | — | — |
+/// | cancelled while a retry is submitted | `CancellationError`: `cancelWhileSubmittingARetry` | 2: `cancelWhileSubmittingARetry` | none at return: `cancelWhileSubmittingARetry` | — |
+/// | cancelled as the receipt resumes | the receipt or `CancellationError`: `cancelWhileTheAnswerResumes`, `cancellingAsTheReceiptArrives` | — | none: `cancellingAsTheReceiptArrives` | no deadlock with `onCancel`: `cancelWhileTheAnswerResumes` |
+/// | cancelled at any moment | `CancellationError`: `cancellingAtAnyMoment` | — | none: `cancellingAtAnyMoment` | — |
+/// | slow gateway | the receipt: `slowGateway` | — | — | a 2.5 s answer blocks no thread: `slowGateway` |
+/// | two payments at once, or one after another | — each call is a payment of its own, with nothing shared but the gateway (the rounds of `cancellingAtAnyMoment` pay one order after another) | | | |
 @Suite("3.6 Payment bridge (challenge)")
 struct PaymentBridgeTests {
   static let cents = 4_250
+
+  /// Pays within the deadline; returns the outcome and how many requests were still running
+  /// when `pay` returned (read in the same job, before anything else can run).
+  static func payAndLook(
+    _ checkout: Checkout, orderID: String, hint: String = hint,
+    sourceLocation: SourceLocation = #_sourceLocation
+  ) async throws -> (outcome: Result<Receipt, any Error>, runningAtReturn: Int) {
+    try await withDeadline(
+      .seconds(2), "pay(cents:orderID:)", hint: hint, sourceLocation: sourceLocation
+    ) {
+      let outcome = await Result { try await checkout.pay(cents: Self.cents, orderID: orderID) }
+      return (outcome, checkout.gateway.requestsRunning)
+    }
+  }
 
   static func makeCheckout(
     _ replies: [PaymentGateway.Reply], repliesTwice: Bool = false,
@@ -62,15 +97,14 @@ struct PaymentBridgeTests {
   func approvedAtOnce(reply: CallbackScript) async throws {
     let checkout = Self.makeCheckout([.approves(reply)])
 
-    let receipt = try await withDeadline(.seconds(2), "pay(cents:orderID:)", hint: Self.hint) {
-      try await checkout.pay(cents: Self.cents, orderID: "A1")
-    }
+    let (outcome, running) = try await Self.payAndLook(checkout, orderID: "A1")
 
+    let receipt = try outcome.get()
     #expect(receipt.cents == Self.cents)
     #expect(receipt.idempotencyKey == checkout.idempotencyKey(for: "A1"), "\(Self.sameKey)")
     #expect(checkout.gateway.attempts == 1, "an approved payment must not be tried again")
     #expect(checkout.gateway.charges == 1)
-    #expect(checkout.gateway.requestsRunning == 0)
+    #expect(running == 0, "\(Self.nothingRunning)")
   }
 
   @Test("Tries again while the gateway is unavailable, with the same idempotency key")
@@ -139,10 +173,10 @@ struct PaymentBridgeTests {
     let checkout = Self.makeCheckout(
       [.chargesSilently, .approves()], attemptTimeout: .milliseconds(150))
 
-    let receipt = try await withDeadline(.seconds(2), "pay(cents:orderID:)", hint: Self.timeoutHint)
-    {
-      try await checkout.pay(cents: Self.cents, orderID: "E5")
-    }
+    let (outcome, running) = try await Self.payAndLook(
+      checkout, orderID: "E5", hint: Self.timeoutHint)
+
+    let receipt = try outcome.get()
 
     #expect(receipt.idempotencyKey == checkout.idempotencyKey(for: "E5"), "\(Self.sameKey)")
     #expect(
@@ -153,22 +187,20 @@ struct PaymentBridgeTests {
       checkout.gateway.requestsCancelled == 1,
       "the attempt that timed out must have its PaymentRequest cancelled")
     #expect(checkout.gateway.mostRequestsRunningAtOnce == 1, "\(Self.oneAtATime)")
-    #expect(checkout.gateway.requestsRunning == 0, "\(Self.nothingRunning)")
+    #expect(running == 0, "\(Self.nothingRunning)")
   }
 
   @Test("When every attempt times out, throws PaymentError.timedOut with no request left running")
   func everyAttemptTimesOut() async throws {
     let checkout = Self.makeCheckout([.hangs], attemptTimeout: .milliseconds(100))
 
-    let outcome = await Result {
-      try await withDeadline(.seconds(2), "pay(cents:orderID:)", hint: Self.timeoutHint) {
-        try await checkout.pay(cents: Self.cents, orderID: "F6")
-      }
-    }
+    guard
+      let (outcome, running) = try? await Self.payAndLook(
+        checkout, orderID: "F6", hint: Self.timeoutHint)
+    else { return }
 
     switch outcome {
     case .failure(PaymentError.timedOut): break
-    case .failure(is DeadlineExceeded): return
     case .failure(let error):
       Issue.record(
         "every attempt timed out, so pay must throw PaymentError.timedOut; got \(error)")
@@ -181,7 +213,7 @@ struct PaymentBridgeTests {
       pay made \(checkout.gateway.attempts) attempts: an attempt that timed out must be tried \
       again, up to maxAttempts (3) attempts, and no more attempts than maxAttempts
       """)
-    #expect(checkout.gateway.requestsRunning == 0, "\(Self.nothingRunning)")
+    #expect(running == 0, "\(Self.nothingRunning)")
     #expect(checkout.gateway.mostRequestsRunningAtOnce == 1, "\(Self.oneAtATime)")
   }
 
@@ -206,7 +238,11 @@ struct PaymentBridgeTests {
     arguments: [CallbackScript.synchronously, .default, .later(.milliseconds(100))])
   func cancellingStopsThePayment(cancelReply: CallbackScript) async throws {
     let checkout = Self.makeCheckout([.hangs], cancelReply: cancelReply)
-    let task = Task { try await checkout.pay(cents: Self.cents, orderID: "H8") }
+    let runningAtReturn = Locked<Int?>(nil)
+    let task = Task {
+      defer { runningAtReturn.withLock { $0 = checkout.gateway.requestsRunning } }
+      return try await checkout.pay(cents: Self.cents, orderID: "H8")
+    }
     await eventually("the first attempt to be submitted") { checkout.gateway.attempts == 1 }
 
     task.cancel()
@@ -217,21 +253,90 @@ struct PaymentBridgeTests {
       }
     }
     #expect(checkout.gateway.attempts == 1, "\(Self.noRetryAfterCancel)")
-    #expect(checkout.gateway.requestsRunning == 0, "\(Self.nothingRunning)")
+    #expect(runningAtReturn.value == 0, "\(Self.nothingRunning)")
+  }
+
+  @Test("A cancel that lands as an attempt answers .unavailable starts no other attempt")
+  func cancelBetweenAttempts() async throws {
+    // Everything runs on one thread, in order: the gateway's .unavailable answer resumes
+    // the attempt and, right behind it, before pay can go on, the caller cancels. The
+    // answer is in, so the cancel finds no request to stop: only pay itself can keep its
+    // promise to start no other attempt.
+    let executor = OneThreadExecutor()
+    let payment = Locked<Task<Receipt, any Error>?>(nil)
+    let gateway = Locked<PaymentGateway?>(nil)
+    let attemptsAtCancel = Locked<Int?>(nil)
+    let answerThenCancel = CallbackScheduler(name: "the paying task's thread, then a cancel") {
+      work in
+      executor.schedule {
+        work()
+        _ = waitOnThisThread(upTo: .seconds(1)) { payment.value != nil }
+        attemptsAtCancel.withLock { $0 = gateway.value?.attempts }
+        payment.value?.cancel()
+      }
+    }
+    let checkout = Self.makeCheckout([
+      .unavailable(CallbackScript(timing: .scheduled(answerThenCancel))), .approves(),
+    ])
+    gateway.withLock { $0 = checkout.gateway }
+    let task = Task(executorPreference: executor) {
+      try await checkout.pay(cents: Self.cents, orderID: "N11")
+    }
+    payment.withLock { $0 = task }
+
+    let outcome = try await withDeadline(
+      .seconds(2), "pay(cents:orderID:)", hint: Self.lostCancel
+    ) {
+      await task.result
+    }
+
+    let atCancel = try #require(attemptsAtCancel.value, "the first attempt was never answered")
+    let attempts = checkout.gateway.attempts
+    #expect(
+      attempts == atCancel,
+      """
+      the caller cancelled just as attempt \(atCancel) answered .unavailable, and pay still \
+      started attempt \(attempts): the answer was already in, so the cancel had no request to \
+      stop. Once the caller has cancelled, pay must start no other attempt, whichever moment \
+      the cancel lands in
+      """)
+    #expect(
+      throws: CancellationError.self, "\(Self.throwsCancellationError); got \(outcome)"
+    ) {
+      try outcome.get()
+    }
+  }
+
+  @Test("A gateway that answers after 2.5 seconds holds no thread while pay waits")
+  func slowGateway() async throws {
+    // Longer than the watchdog's patience (1.5 s): a wait that blocks a thread (a semaphore,
+    // a dispatch group, a sleep loop), in this task or one it starts, is seen and named.
+    let checkout = Self.makeCheckout([.approves(.later(.milliseconds(2500)))])
+
+    let receipt = try await withDeadline(
+      .seconds(6), "pay(cents:orderID:) with a gateway that answers after 2.5 seconds",
+      hint: Self.hint
+    ) {
+      try await checkout.pay(cents: Self.cents, orderID: "P12")
+    }
+
+    #expect(receipt.cents == Self.cents)
   }
 
   @Test("A task cancelled before the call charges nothing and throws CancellationError")
   func alreadyCancelled() async throws {
     let checkout = Self.makeCheckout([.approves(.later(.milliseconds(100)))])
 
+    let runningAtReturn = Locked<Int?>(nil)
     await #expect(throws: CancellationError.self, "\(Self.throwsCancellationError)") {
       try await withDeadline(.seconds(2), "pay(cents:orderID:)", hint: Self.lostCancel) {
         withUnsafeCurrentTask { $0?.cancel() }
+        defer { runningAtReturn.withLock { $0 = checkout.gateway.requestsRunning } }
         return try await checkout.pay(cents: Self.cents, orderID: "I9")
       }
     }
     #expect(checkout.gateway.attempts <= 1, "\(Self.noRetryAfterCancel)")
-    #expect(checkout.gateway.requestsRunning == 0, "\(Self.nothingRunning)")
+    #expect(runningAtReturn.value == 0, "\(Self.nothingRunning)")
     #expect(checkout.gateway.charges == 0, "the payment was cancelled, yet the card was charged")
   }
 
@@ -253,7 +358,11 @@ struct PaymentBridgeTests {
       while payment.value == nil, ContinuousClock.now < deadline { usleep(100) }
       payment.value?.cancel()
     }
-    let task = Task { try await checkout.pay(cents: Self.cents, orderID: "J10") }
+    let runningAtReturn = Locked<Int?>(nil)
+    let task = Task {
+      defer { runningAtReturn.withLock { $0 = checkout.gateway.requestsRunning } }
+      return try await checkout.pay(cents: Self.cents, orderID: "J10")
+    }
     payment.withLock { $0 = task }
 
     await #expect(throws: CancellationError.self, "\(Self.throwsCancellationError)") {
@@ -262,7 +371,7 @@ struct PaymentBridgeTests {
       }
     }
     #expect(checkout.gateway.attempts == 2, "\(Self.noRetryAfterCancel)")
-    #expect(checkout.gateway.requestsRunning == 0, "\(Self.nothingRunning)")
+    #expect(runningAtReturn.value == 0, "\(Self.nothingRunning)")
   }
 
   @Test("Cancelling at any moment, 200 times over, always ends in CancellationError")
