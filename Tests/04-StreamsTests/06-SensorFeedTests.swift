@@ -38,6 +38,23 @@ private func read(
 
 private func numbers(_ readings: [Vibration]) -> [Int] { readings.map(\.number) }
 
+/// The contract of `vibrations(from:capacity:)`: each path, what the loop and the sensor
+/// see, and the test that checks it (— where a column does not apply, and why).
+///
+/// | path | readings (count, order) | end, error | sensor (running, paused, starts) | thread, timing |
+/// | --- | --- | --- | --- | --- |
+/// | a session, read to its end | all, in order: `readsToTheEnd` | ends with the session: `readsToTheEnd` | stopped: `readsToTheEnd` | first reading inside `start()`: `readsToTheEnd` |
+/// | a whole run and its end sent inside `start()` | 300, once each, in order, none lost at the end: `runInsideStart` | ends after the last one: `runInsideStart` | paused and resumed inside the run: `runInsideStart` | — |
+/// | the sensor fails | the readings before it: `failure` | throws its error: `failure` | — | — |
+/// | drops out | all, across restarts: `restartsAfterADropOut` | goes on | started again: `restartsAfterADropOut` | — |
+/// | a slow reader | none lost, in order: `backPressure` | — | paused at capacity, resumed at half: `backPressure` | — |
+/// | drops out while paused | none lost: `restartUnderPressure` | — | goes on, paused: `restartUnderPressure` | — |
+/// | the loop breaks | the ones read: `breakStops` | — | stopped: `breakStops` | — |
+/// | the reading task is cancelled | — | the loop ends: `cancelStops` | stopped: `cancelStops` | — |
+/// | the sequence is dropped unread | — | — | stopped: `droppedStops` | — |
+/// | a second sequence after the first ended | its own readings: `restartsForANewSequence` | — | started again: `restartsForANewSequence` | — |
+/// | a slow sensor (2.5 s to its end) | — | ends with the session: `slowSensor` | — | the wait blocks no thread: `slowSensor` |
+/// | two sequences at once on one sensor | — the sensor has one delegate: one sequence at a time, by its contract | | | |
 @Suite("4.6 Sensor feed (challenge)")
 struct SensorFeedTests {
   @Test(
@@ -57,6 +74,71 @@ struct SensorFeedTests {
       """)
     #expect(readings.allSatisfy { $0.amplitude == VibrationSensor.amplitude(of: $0.number) })
     #expect(!sensor.isRunning)
+  }
+
+  @Test(
+    "A run of 300 readings and its end, all sent inside start(): each reading arrives, in order",
+    arguments: [512, 16])
+  func runInsideStart(capacity: Int) async throws {
+    // A data logger empties its memory inside start(): 300 readings and the end of the
+    // session, one right after the other, on the thread that started it. (With a capacity
+    // of 16 it is paused inside start(), and the rest come after the resume.)
+    let sensor = VibrationSensor(
+      runs: [.init(readings: 300, then: .finished)], sendsRunInsideStart: true)
+    let log = EventLog<Int>()
+
+    try await withDeadline(.seconds(2), "for try await reading in vibrations(…)", hint: endHint) {
+      for try await reading in vibrations(from: sensor, capacity: capacity) {
+        log.record(reading.number)
+      }
+      log.close()
+    }
+
+    let fault = log.fault(expected: Array(1...300))
+    let message: String
+    switch fault {
+    case nil:
+      message = ""
+    case .missing, .late:
+      message = """
+        readings the sensor sent before the end of its session never reached the loop: \
+        \(fault!) (#1 is the first reading). The sensor sends the end right after its last \
+        reading, and a finished sequence takes nothing more: each reading it sent must be in \
+        the sequence by the time the end is
+        """
+    case .unexpected, .duplicated, .outOfOrder:
+      message = """
+        the loop got the readings out of order: \(fault!) (#1 is the first reading). Every \
+        reading must come out once, in the order the sensor sent it
+        """
+    }
+    #expect(fault == nil, Comment(rawValue: message))
+    if capacity < 300 {
+      #expect(
+        sensor.pauses >= 1,
+        "300 readings came at once with a capacity of \(capacity): the sensor must be paused")
+    }
+    #expect(!sensor.isRunning)
+  }
+
+  @Test("A sensor that takes 2.5 seconds to end its session holds no thread while the loop waits")
+  func slowSensor() async throws {
+    // Longer than the watchdog's patience (1.5 s): a wait for the next reading that blocks a
+    // thread (a semaphore, a dispatch group, a sleep loop), in this task or one it starts,
+    // is seen and named.
+    let sensor = VibrationSensor(
+      runs: [.init(readings: 1, then: .finished)], interval: .milliseconds(2500),
+      measuresInsideStart: true)
+
+    let readings = try await withDeadline(
+      .seconds(6), "for try await reading in vibrations(…) over a slow sensor", hint: endHint
+    ) {
+      var readings: [Vibration] = []
+      for try await reading in vibrations(from: sensor, capacity: 4) { readings.append(reading) }
+      return readings
+    }
+
+    #expect(numbers(readings) == [1])
   }
 
   @Test("A sensor that breaks down ends the sequence with its error, after the readings before it")
