@@ -1,4 +1,5 @@
 import CoroutineKit
+import Foundation
 import LegacyKit
 import Synchronization
 import Testing
@@ -117,6 +118,23 @@ private func results(
   return results
 }
 
+/// The contract of `avatar(for:)`: each path, what the callers and the loader see, and the
+/// test that checks it (— where a column does not apply, and why).
+///
+/// | path | result, error | downloads, legacy future | thread, timing |
+/// | --- | --- | --- | --- |
+/// | first call | the avatar: `getsTheAvatar` | one: `getsTheAvatar` | the future completes inside the call, soon, later, twice: `getsTheAvatar`; on the caller's own thread: `suspendsInsteadOfBlocking` |
+/// | callers for one user at once | the one avatar each: `concurrentCallersShareOneDownload` | one, shared: `concurrentCallersShareOneDownload` | — |
+/// | callers for different users | each their own | at the same time: `differentUsersDownloadAtOnce` | — |
+/// | a later call | the kept avatar: `keepsTheAvatar` | no new one: `keepsTheAvatar` | — |
+/// | the download fails | its error, to every waiter: `failureIsSharedButNotKept` | forgotten, the next call downloads: `failureIsSharedButNotKept` | — |
+/// | asked again the moment the failure answers | — | a new download, not the old error: `askingAgainRightAfterAFailure` | the ask lands while the failure resumes its callers: `askingAgainRightAfterAFailure` |
+/// | a caller cancelled while waiting | `CancellationError`, at once; the others get the avatar: `cancelledCallerLeavesAlone` | the download goes on, its future not cancelled: `cancelledCallerLeavesAlone` | — |
+/// | every caller cancelled | `CancellationError` | the download finishes and is kept: `downloadOutlivesItsCallers` | — |
+/// | a slow download (2.5 s) | the avatar: `slowDownload` | — | the wait blocks no thread: `slowDownload` |
+/// | cancelled at any moment as it begins to wait | `CancellationError`, at once: `cancelledAsItBeginsToWait` | the download goes on | a cancel at a random moment of the caller's first microseconds, from another thread: `cancelledAsItBeginsToWait` |
+/// | two callers at the very same moment | the avatar each | one download: `simultaneousCallersShareOneDownload` | released together on two threads, random offsets: `simultaneousCallersShareOneDownload` |
+/// | cancelled as the download answers | — the avatar or `CancellationError`: the task states no preference | | |
 @Suite("5.6 Avatar cache")
 struct AvatarCacheTests {
   @Test(
@@ -186,6 +204,78 @@ struct AvatarCacheTests {
         (try? result.get()) == avatarOf("ada"),
         "caller \(index + 1) of 5 got \(result) instead of the shared download's avatar")
     }
+  }
+
+  @Test("Two callers arriving at the very same moment share one download, round after round")
+  func simultaneousCallersShareOneDownload() async throws {
+    // Two threads of their own, released together, each after a random few hundred
+    // nanoseconds: a lookup and a claim made in two separate steps leave a gap that one of
+    // them lands in, in a good share of the rounds. Each round asks for a user of its own.
+    let rounds = stressAmount(grading: 200, verify: 1_000)
+    let loader = FakeLoader(.synchronously)
+    let cache = AvatarCache(loader: loader)
+    let (left, right) = (OneThreadExecutor(), OneThreadExecutor())
+
+    for round in 0..<rounds {
+      let user = "user\(round)"
+      let line = StartLine(parties: 2)
+      let callers = [left, right].map { executor in
+        Task(executorPreference: executor) {
+          line.go()
+          return try await cache.avatar(for: user)
+        }
+      }
+      _ = try await results(of: callers, hint: valueHint)
+      let downloads = loader.downloads(of: user)
+      guard downloads == 1 else {
+        Issue.record(
+          """
+          two callers asked for \(user)'s avatar at the same moment and \(downloads) \
+          downloads started (round \(round + 1)): both found no entry before either had \
+          claimed it. Looking for the entry and claiming it must be one step, so that of two \
+          callers arriving together exactly one starts the download
+          """)
+        return
+      }
+    }
+  }
+
+  @Test("A caller cancelled at any moment as it begins to wait stops at once, round after round")
+  func cancelledAsItBeginsToWait() async throws {
+    // One download, pending throughout. Each round, a caller on a thread of its own joins
+    // it, and another thread cancels that caller at a random moment of its first few
+    // microseconds: before it waits, as it starts to wait, or once it waits. Whichever,
+    // the caller must stop at once with CancellationError.
+    let rounds = stressAmount(grading: 100, verify: 300)
+    let loader = FakeLoader()
+    let cache = AvatarCache(loader: loader)
+    let starter = caller(cache, "ada")
+    _ = await eventually(within: .seconds(2)) { loader.downloads() >= 1 }
+    let (callers, cancellers) = (OneThreadExecutor(), OneThreadExecutor())
+
+    for round in 0..<rounds {
+      let line = StartLine(parties: 2)
+      let waiter = Task(executorPreference: callers) {
+        line.go(jitter: 0...0)
+        return try await cache.avatar(for: "ada")
+      }
+      Task(executorPreference: cancellers) {
+        line.go(jitter: 0...8_000)
+        waiter.cancel()
+      }
+      let outcome = try await withDeadline(
+        .seconds(2), "avatar(for:) cancelled as it began to wait (round \(round + 1))",
+        hint: cancelHint
+      ) {
+        await waiter.result
+      }
+      if case .success(let avatar) = outcome {
+        Issue.record("a cancelled caller got \(avatar) before the download had ended")
+        break
+      }
+    }
+    loader.finishAll()
+    _ = try await results(of: [starter], hint: valueHint)
   }
 
   @Test("Different users are downloaded at the same time")
@@ -315,6 +405,88 @@ struct AvatarCacheTests {
       the caller that stayed got \(stayed) instead of the avatar: another caller's \
       cancellation must not reach it
       """)
+  }
+
+  @Test("A caller that asks again the moment a failed download answers it downloads again")
+  func askingAgainRightAfterAFailure() async throws {
+    let loader = FakeLoader()
+    let cache = AvatarCache(loader: loader)
+    // The first caller runs on an executor that lets the test act inside its resume: on the
+    // thread that completes the download, before whatever the cache does after resuming
+    // its callers.
+    let probe = ResumeProbeExecutor()
+    let first = Task(executorPreference: probe) { try await cache.avatar(for: "ada") }
+    _ = await eventually(within: .seconds(2)) { loader.downloads() >= 1 }
+
+    let completer = Locked<ObjectIdentifier?>(nil)
+    let again = Locked<Task<Avatar, any Error>?>(nil)
+    let againEnded = Locked(false)
+    let askAgain: @Sendable () -> Task<Avatar, any Error> = {
+      Task {
+        defer { againEnded.withLock { $0 = true } }
+        return try await cache.avatar(for: "ada")
+      }
+    }
+    probe.onNextResume(when: { completer.value == ObjectIdentifier(Thread.current) }) {
+      // The first caller has its error; the same code asks again at once, as a retry
+      // button would, while the cache is still inside the completion of the download.
+      again.withLock { $0 = askAgain() }
+      _ = waitOnThisThread(upTo: .seconds(1)) { loader.downloads() >= 2 || againEnded.value }
+    }
+    Thread.detachNewThread {
+      completer.withLock { $0 = ObjectIdentifier(Thread.current) }
+      loader.download(0).complete(with: .failure(DownloadError.offline))
+    }
+    let failed = try await withDeadline(
+      .seconds(2), "avatar(for:) whose download fails", hint: failureHint
+    ) {
+      await first.result
+    }
+    #expect(
+      throws: DownloadError.offline, "the first caller must get the failed download's error"
+    ) {
+      try failed.get()
+    }
+    // A cache that resumes its callers from a thread of its own (an actor's, say) is not
+    // resumed on the completing thread: ask again now, as soon as the error is in.
+    let retry = again.value ?? askAgain()
+    _ = await eventually(within: .seconds(2)) { loader.downloads() >= 2 || againEnded.value }
+    let downloads = loader.downloads()
+    loader.finishAll()
+    let retried = try await withDeadline(
+      .seconds(2), "avatar(for:) asked again right after a failure", hint: valueHint
+    ) {
+      await retry.result
+    }
+    let got: String
+    switch retried {
+    case .success(let avatar): got = "\(avatar)"
+    case .failure(let error): got = "the old error, \(error),"
+    }
+    #expect(
+      downloads == 2,
+      """
+      the first caller asked again the moment it got the failed download's error, and got \
+      \(got) without a new download: the failed download was still in the cache when its \
+      callers heard of it. A failure is forgotten, so a caller that has heard of it and asks \
+      again downloads again
+      """)
+  }
+
+  @Test("A download that takes 2.5 seconds holds no thread while its callers wait")
+  func slowDownload() async throws {
+    // Longer than the watchdog's patience (1.5 s): a wait that blocks a thread (a semaphore,
+    // a dispatch group, a sleep loop), in this task or one it starts, is seen and named.
+    let loader = FakeLoader(.later(.milliseconds(2500)))
+    let cache = AvatarCache(loader: loader)
+
+    let avatar = try await withDeadline(
+      .seconds(6), "avatar(for:) with a download that takes 2.5 seconds", hint: valueHint
+    ) {
+      try await cache.avatar(for: "ada")
+    }
+
+    #expect(avatar == avatarOf("ada"), "avatar(for:) must return the downloaded avatar")
   }
 
   @Test("When every caller has gone, the download still finishes and is kept")
