@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 import Testing
 import WorkbookTesting
@@ -86,13 +87,20 @@ private struct Rig {
   let worker: Started<Void>
   let submitters = SettlingExecutor()
 
+  /// - Parameter afterRun: Called with what the gateway has sent, the moment `run()`
+  ///   returns (in the same job, before anything else can run).
   init(
-    capacity: Int = 8, failing: Set<String> = [], holding held: Set<String> = []
+    capacity: Int = 8, failing: Set<String> = [], holding held: Set<String> = [],
+    afterRun: (@Sendable ([String]) -> Void)? = nil
   ) {
-    gateway = FakeGateway(clock: clock, failing: failing, holding: held)
+    let gateway = FakeGateway(clock: clock, failing: failing, holding: held)
+    self.gateway = gateway
     let queue = TextQueue(gateway: gateway, capacity: capacity, interval: .seconds(1), clock: clock)
     self.queue = queue
-    worker = Started { await queue.run() }
+    worker = Started {
+      await queue.run()
+      afterRun?(gateway.sent)
+    }
   }
 
   /// Submits a text to `to`, and returns once the submitter waits for its receipt (or has
@@ -152,6 +160,22 @@ private let cancelledHint =
   + "still waiting with CancellationError; finish the stream and drain it, or those "
   + "submitters wait forever (the legacy queue's bug)"
 
+/// The contract of `TextQueue`: each path, what the submitters and the gateway see, and the
+/// test that checks it (— where a column does not apply, and why).
+///
+/// | path | submitter's result, error | gateway (sends, order, times) | `run()` | thread, clock, timing |
+/// | --- | --- | --- | --- | --- |
+/// | one message | its receipt: `sendsAndReturnsTheReceipt` | sent at once: `sendsAndReturnsTheReceipt` | — | the queue's clock: `sendsAndReturnsTheReceipt` |
+/// | a few, one per interval | each its own receipt: `sendsInOrderOnePerInterval` | in order, 0, 1, 2 s: `sendsInOrderOnePerInterval` | — | sleeps on the queue's clock: `sendsInOrderOnePerInterval` |
+/// | 100 messages | each its own receipt: `sendsAHundredInOrder` | all, once each, in submission order: `sendsAHundredInOrder` | — | — |
+/// | a send slower than the interval | — | the next one at once: `slowSendIsFollowedAtOnce` | — | — |
+/// | a send that takes 2.5 s | its receipt: `slowSend` | — | — | nothing blocks a thread meanwhile: `slowSend` |
+/// | the queue is full | `.full` at once, the waiting ones kept: `fullQueueRefusesTheNewcomer` | the refused one never: `fullQueueRefusesTheNewcomer` | — | — |
+/// | a send fails | its own error only: `failedSendFailsOnlyItsMessage` | the next one still sent: `failedSendFailsOnlyItsMessage` | goes on | — |
+/// | `close()` | queued ones still get receipts; later ones `.closed`: `closeDrainsThenEnds` | exactly the queued ones, all sent when `run()` returns: `closeDrainsThenEnds` | returns: `closeDrainsThenEnds` | — |
+/// | `run()`'s task cancelled | waiting ones `CancellationError`, later ones `.closed`: `cancellingRunFailsTheWaiting` | no more sends: `cancellingRunFailsTheWaiting` | returns: `cancellingRunFailsTheWaiting` | — |
+/// | a submitter's own task cancelled | — a text, once queued, is sent (the doc comment's choice) | | | |
+/// | `run()` called twice | — "call it once": an `AsyncStream` has one reader | | | |
 @Suite("6.5 Text queue")
 struct TextQueueTests {
   @Test("Sends a message at once and returns its receipt")
@@ -209,6 +233,57 @@ struct TextQueueTests {
       the sends started at \(rig.gateway.startTimes) on the queue's clock, where one per \
       second means 0, 1 and 2 seconds
       """)
+  }
+
+  @Test("Sends 100 messages in the order they were submitted, each submitter its own receipt")
+  func sendsAHundredInOrder() async throws {
+    let rig = Rig(capacity: 128)
+    defer { rig.tearDown() }
+    let names = (1...100).map { "user\($0)" }
+
+    var submitters: [Started<Receipt>] = []
+    for name in names { submitters.append(await rig.submit(name)) }
+    await rig.letSend(names.count)
+    var receipts: [Result<Receipt, any Error>] = []
+    for (index, submitter) in submitters.enumerated() {
+      receipts.append(
+        try await submitter.result("submit(_:) of message \(index + 1) of 100", hint: receiptHint))
+    }
+
+    let fault = EventOrder.fault(received: rig.gateway.sent, expected: names)
+    #expect(
+      fault == nil,
+      """
+      100 messages were submitted one after another, and the gateway got them with a \
+      fault: \(fault.map { "\($0)" } ?? ""). Every message must be sent once, first come, \
+      first served
+      """)
+    let mixedUp = zip(names, receipts).first { (try? $0.1.get()) != receipt($0.0) }
+    #expect(
+      mixedUp == nil,
+      """
+      the submitter of the message to \(mixedUp?.0 ?? "") got \(mixedUp.map { "\($0.1)" } ?? ""): \
+      each submitter must get the receipt of its own message
+      """)
+  }
+
+  @Test("A send that takes 2.5 seconds holds no thread while the queue waits for it")
+  func slowSend() async throws {
+    // Longer than the watchdog's patience (1.5 s): a wait that blocks a thread (a semaphore,
+    // a dispatch group, a sleep loop), in run(), in submit(_:) or in a task they start, is
+    // seen and named.
+    let rig = Rig(holding: ["ada"])
+    defer { rig.tearDown() }
+
+    let ada = await rig.submit("ada")
+    _ = await rig.sends(1)
+    let gateway = rig.gateway
+    DispatchQueue.global().asyncAfter(deadline: .now() + 2.5) { gateway.release("ada") }
+    let got = try await ada.value(
+      within: .seconds(6), "submit(_:) of a message whose send takes 2.5 seconds",
+      hint: receiptHint)
+
+    #expect(got == receipt("ada"), "submit(_:) must return the gateway's receipt")
   }
 
   @Test("A send slower than the interval is followed at once by the next one")
@@ -305,7 +380,8 @@ struct TextQueueTests {
 
   @Test("After close(), the queued messages are still sent, run() returns, new ones are refused")
   func closeDrainsThenEnds() async throws {
-    let rig = Rig(holding: ["ada"])
+    let sentAtReturn = Locked<[String]?>(nil)
+    let rig = Rig(holding: ["ada"]) { sent in sentAtReturn.withLock { $0 = sent } }
     defer { rig.tearDown() }
 
     let ada = await rig.submit("ada")
@@ -334,6 +410,13 @@ struct TextQueueTests {
     #expect(
       rig.gateway.sent == ["ada", "grace"],
       "after close(), exactly the messages queued before it must be sent")
+    #expect(
+      sentAtReturn.value == ["ada", "grace"],
+      """
+      run() returned after close() when the gateway had been sent \
+      \(sentAtReturn.value ?? []), not every message queued before close(): run() returns \
+      once what was queued has been sent, not before
+      """)
   }
 
   @Test("Cancelling run() fails every message still waiting, and refuses new ones")
