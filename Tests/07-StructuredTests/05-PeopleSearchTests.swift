@@ -47,10 +47,16 @@ private final class FakeDirectory: Sendable {
   let held: Set<String>
   /// Texts whose lookups fail.
   let failing: Set<String>
+  /// How long a lookup takes.
+  let delay: Duration
 
-  init(holding held: Set<String> = [], failing: Set<String> = []) {
+  init(
+    holding held: Set<String> = [], failing: Set<String> = [],
+    answeringAfter delay: Duration = .milliseconds(10)
+  ) {
     self.held = held
     self.failing = failing
+    self.delay = delay
   }
 
   static func names(for text: String) -> [String] {
@@ -64,7 +70,7 @@ private final class FakeDirectory: Sendable {
       futures.withLock { $0[text] = promise }
       if !held.contains(text) {
         let failing = failing.contains(text)
-        DispatchQueue.global().asyncAfter(deadline: .now() + 0.01) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) {
           if failing {
             promise.fail(DirectoryError.offline)
           } else {
@@ -81,7 +87,20 @@ private final class FakeDirectory: Sendable {
   }
 }
 
-// The model is main-actor isolated, so these tests run on the main actor too.
+/// The contract of `search(_:)` and `clear()`: each path, what the screen shows and what the
+/// directory sees, and the test that checks it (— where a column does not apply, and why).
+///
+/// | path | status | directory, future | model's lifetime | actor, clock, timing |
+/// | --- | --- | --- | --- | --- |
+/// | a search to its end | `.searching` at once, then the names: `showsTheNames` | one lookup, after the debounce: `showsTheNames` | — | the model's clock, once: `showsTheNames` |
+/// | the lookup fails | `.failed`: `showsFailed` | — | — | — |
+/// | typing during the debounce | the newest search's: `typingDuringTheDebounce` | only the newest text looked up: `typingDuringTheDebounce` | — | — |
+/// | typing during the lookup | the newest search's: `typingDuringTheLookup` | the old future cancelled, its late answer ignored: `typingDuringTheLookup` | — | — |
+/// | the answer lands as a newer search or `clear()` cancels | the newer status stays: `answerAsTheSearchIsCancelled` | — | — | answered inside the cancelling job: `answerAsTheSearchIsCancelled` |
+/// | `clear()` | `.idle` at once, and it stays: `clearCancels` | no lookup after a cleared debounce, the future cancelled: `clearCancels` | — | — |
+/// | the model let go | — | its future cancelled: `nothingOutlivesTheModel` | released, its search cancelled, in the debounce or the lookup: `nothingOutlivesTheModel` | — |
+/// | a slow directory (2.5 s) | the names: `slowDirectory` | — | — | the wait blocks no thread: `slowDirectory` |
+/// | a second search after one ended | — each search is its own task; `typingDuringTheDebounce` and `clearCancels` run several on one model | | | |
 @MainActor
 @Suite("7.5 Challenge: a search that never outlives its screen")
 struct PeopleSearchTests {
@@ -201,6 +220,66 @@ struct PeopleSearchTests {
       await second.value
     }
     #expect(model.status == .results(FakeDirectory.names(for: "grace")))
+  }
+
+  @Test(
+    "An answer that arrives just as a newer search, or clear(), cancels its search never shows",
+    arguments: [false, true])
+  func answerAsTheSearchIsCancelled(byClearing: Bool) async throws {
+    let clock = ManualClock()
+    let directory = FakeDirectory(holding: ["ada"])
+    let model = PeopleSearchModel(debounce: debounce, clock: clock, directory: directory.lookup)
+
+    let first = model.search("ada")
+    try await debounceStarted("ada", by: model, on: clock)
+    clock.advance(by: debounce)
+    await eventually("search(\"ada\") to look \"ada\" up") { @Sendable in
+      directory.future(for: "ada") != nil
+    }
+    // The directory answers here, on the main actor: the search has its names, but cannot
+    // run on until this job ends, and before it does, the user types again (or clears).
+    directory.future(for: "ada")?.success(FakeDirectory.names(for: "ada"))
+    let second = byClearing ? nil : model.search("grace")
+    if byClearing { model.clear() }
+    let expected: SearchStatus = byClearing ? .idle : .searching("grace")
+    try await withDeadline(
+      .seconds(2), "the first search(\"ada\"), answered as it was cancelled",
+      hint: lookupHint
+    ) { await first.value }
+
+    #expect(
+      model.status == expected,
+      """
+      the directory answered search("ada") just as \(byClearing ? "clear()" : "search(\"grace\")") \
+      cancelled it, and the screen then showed \(model.status) instead of \(expected): an \
+      answer can arrive at the very moment its search is cancelled, and a cancelled search \
+      never changes status again, whatever it was waiting for
+      """)
+    model.clear()
+    if let second {
+      try await withDeadline(.seconds(2), "search(\"grace\"), after clear()", hint: lookupHint) {
+        await second.value
+      }
+    }
+  }
+
+  @Test("A directory that takes 2.5 seconds holds no thread while the search waits")
+  func slowDirectory() async throws {
+    // Longer than the watchdog's patience (1.5 s): a wait for the directory that blocks a
+    // thread (a semaphore, a dispatch group, a sleep loop), on the main actor or in a task
+    // of its own, is seen and named.
+    let clock = ManualClock()
+    let directory = FakeDirectory(answeringAfter: .milliseconds(2500))
+    let model = PeopleSearchModel(debounce: debounce, clock: clock, directory: directory.lookup)
+
+    let task = model.search("ada")
+    try await debounceStarted("ada", by: model, on: clock)
+    clock.advance(by: debounce)
+    try await withDeadline(
+      .seconds(6), "search(\"ada\") with a directory that takes 2.5 seconds", hint: lookupHint
+    ) { await task.value }
+
+    #expect(model.status == .results(FakeDirectory.names(for: "ada")))
   }
 
   @Test("clear() cancels the search in progress and shows .idle")
