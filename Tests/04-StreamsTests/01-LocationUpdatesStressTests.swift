@@ -58,3 +58,85 @@ extension LocationUpdatesTests {
       """)
   }
 }
+
+/// Iterates a new stream from `receiver` to its end, calling `pause` after the first location,
+/// and returns what it yielded and whether it ended with `.signalLost`; `nil` when the loop
+/// has not ended within 2 seconds (the other tests say why a loop waits forever).
+private func readToTheEnd(
+  from receiver: GPSReceiver, pause: @escaping @Sendable () async -> Void = {}
+) async -> (locations: [Location], signalLost: Bool)? {
+  let outcome = Locked<([Location], Bool)?>(nil)
+  let loop = Task {
+    var seen: [Location] = []
+    do {
+      for try await location in locationUpdates(from: receiver) {
+        seen.append(location)
+        if seen.count == 1 { await pause() }
+      }
+      outcome.withLock { $0 = (seen, false) }
+    } catch {
+      outcome.withLock { $0 = (seen, (error as? GPSError) == .signalLost) }
+    }
+  }
+  guard await eventually({ outcome.value != nil }) else {
+    loop.cancel()
+    return nil
+  }
+  return outcome.value
+}
+
+extension LocationUpdatesTests {
+  @Test(
+    "300 locations then a failure, read by a slow loop: every location, in order, before the error"
+  )
+  func everyLocationBeforeTheFailure() async throws {
+    let route = (0..<300).map { Location(latitude: 48 + Double($0) / 10_000, longitude: 2.35) }
+    var problems: [String] = []
+
+    for round in 1...5 {
+      // All 300 in one batch inside startUpdatingLocation(), the failure at once after it.
+      let batch = GPSReceiver(
+        readings: [.locations(route), .failure(.signalLost)], interval: .zero,
+        script: .synchronously)
+      // One at a time from the receiver's queue, while the loop, after its first location,
+      // waits until the receiver has reported everything (a busy screen, a slow reader).
+      let oneByOne = GPSReceiver(
+        readings: route.map { .locations([$0]) } + [.failure(.signalLost)], interval: .zero,
+        script: .default)
+      let slowly: @Sendable () async -> Void = {
+        _ = await eventually { oneByOne.reportCount == route.count + 1 }
+      }
+      for (name, receiver, pause) in [
+        ("in one batch", batch, { @Sendable () async -> Void in }),
+        ("one by one to a slow loop", oneByOne, slowly),
+      ] {
+        guard let (locations, signalLost) = await readToTheEnd(from: receiver, pause: pause),
+          signalLost
+        else { continue }
+        // Only the batch's last location: the batch test in LocationUpdatesTests says why.
+        if locations == [route.last!], receiver === batch { continue }
+        if locations.count < route.count {
+          problems.append(
+            "round \(round), \(name): the loop got \(locations.count) of the 300 locations "
+              + "before the error ended it")
+        } else if locations != route {
+          problems.append(
+            "round \(round), \(name): the loop got the 300 locations, but not in the order "
+              + "the receiver reported them")
+        }
+      }
+      if !problems.isEmpty { break }
+    }
+
+    #expect(
+      problems.isEmpty,
+      """
+      the stream promises every location the receiver reports, oldest first, even to a loop \
+      that reads slower than the receiver reports, and even when a failure follows at once: \
+      \(problems.joined(separator: "; ")). A route drawn from this stream has gaps or jumps. \
+      Keep every location until the loop reads it, and pass each one on before \
+      gpsReceiver returns: work handed to a task of its own may run in any order, or after \
+      the failure has already ended the stream
+      """)
+  }
+}
