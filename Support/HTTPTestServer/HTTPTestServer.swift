@@ -122,6 +122,7 @@ public final class HTTPTestServer: @unchecked Sendable {
     var requests: [String] = []
     var arrivals: [ContinuousClock.Instant] = []
     var abandoned: [String] = []
+    var answered: [String] = []
     var open = 0
     var accepted = 0
     var stopped = false
@@ -226,6 +227,9 @@ public final class HTTPTestServer: @unchecked Sendable {
   /// The paths whose connection the client closed before the response was over (a
   /// cancelled task shows up here).
   public var abandoned: [String] { locked { $0.abandoned } }
+  /// The paths whose response the server has finished sending (everything it was scripted
+  /// to send), in order: from here on, what happens is up to the client.
+  public var answered: [String] { locked { $0.answered } }
   /// Connections the server has accepted and not yet seen closed.
   public var openConnections: Int { locked { $0.open } }
   /// Connections accepted so far.
@@ -299,6 +303,7 @@ public final class HTTPTestServer: @unchecked Sendable {
       }
       switch respond(fd, response, isHead: isHead) {
       case .finished:
+        locked { $0.answered.append(path) }
         if response.ending == .reset {
           reset = true
           return
