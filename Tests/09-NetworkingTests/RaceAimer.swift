@@ -1,0 +1,133 @@
+import Foundation
+import Synchronization
+
+/// Makes a race that a program loses once in thousands of runs come out within a few hundred
+/// rounds: it fires an action (a cancel, say) from a thread of its own a tuned time after
+/// the learner's code reaches a step the test can see (the anchor), and after each round it
+/// moves that time toward the point where the round's outcome flips (did the learner's code
+/// see the action, or did the action find the learner's work already done?). A gap between
+/// a check and the act that depends on it (a lock taken twice where once was needed) is
+/// exactly at that point, so the rounds keep landing in it.
+///
+/// The two threads are pinned to two different processors while they race, when the
+/// process may use two: a thread that spins waiting for the other on the same processor
+/// would only let it run once preempted, and the timing would be lost. Nothing here decides
+/// whether an answer is right: a correct one gives the same outcome wherever the action
+/// lands, and the test says what it expects.
+final class RaceAimer: Sendable {
+  /// When the armed action is due (nanoseconds, monotonic clock), or 0 when none is armed.
+  private let due = Atomic(0)
+  private let action = Mutex<(@Sendable () -> Void)?>(nil)
+  /// How long after the due time the anchor holds the learner's thread (nanoseconds): the
+  /// value that is tuned.
+  private let hold: Atomic<Int>
+  private let stopped = Atomic(false)
+  private let processors: (learner: Int, aimer: Int)?
+
+  /// How far ahead of the anchor the action is due, so the aimer's thread is ready for it.
+  private static let lead = 2_000
+  /// How far each round moves the hold, and how much it is jittered by.
+  private static let step = 8
+
+  init(initialHold: Int = 250) {
+    hold = Atomic(initialHold)
+    let allowed = Affinity.allowedProcessors()
+    processors = allowed.count >= 2 ? (allowed[0], allowed[1]) : nil
+    let thread = Thread { [self] in fireLoop() }
+    thread.name = "RaceAimer"
+    thread.start()
+  }
+
+  /// Ends the aimer's thread; call it when the race is over.
+  func stop() { stopped.store(true, ordering: .relaxed) }
+
+  /// On the learner's thread, at the anchor: arms `action` for a moment from now, then holds
+  /// this thread until the tuned time after it, and lets the learner's code go on.
+  func anchor(fire action: @escaping @Sendable () -> Void) {
+    let previous = processors.flatMap { Affinity.pinCurrentThread(to: $0.learner) }
+    defer { previous.map(Affinity.restoreCurrentThread) }
+    let fireAt = Self.now() + Self.lead
+    let release = fireAt + hold.load(ordering: .relaxed) + Int.random(in: -Self.step...Self.step)
+    self.action.withLock { $0 = action }
+    due.store(fireAt, ordering: .releasing)
+    while Self.now() < release {}
+  }
+
+  /// What the last round showed: `true` when the learner's code saw the action (it came
+  /// too early to find the gap), `false` when the action found the learner's step done (too
+  /// late). The next round aims a little the other way.
+  func learn(actionCameFirst: Bool) {
+    if actionCameFirst {
+      hold.subtract(Self.step, ordering: .relaxed)
+    } else {
+      hold.add(Self.step, ordering: .relaxed)
+    }
+  }
+
+  private func fireLoop() {
+    if let processors { _ = Affinity.pinCurrentThread(to: processors.aimer) }
+    while !stopped.load(ordering: .relaxed) {
+      let fireAt = due.load(ordering: .acquiring)
+      guard fireAt != 0 else {
+        sched_yield()
+        continue
+      }
+      due.store(0, ordering: .relaxed)
+      let action = self.action.withLock { $0.take() }
+      while Self.now() < fireAt {}
+      action?()
+    }
+  }
+
+  private static func now() -> Int {
+    var time = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &time)
+    return time.tv_sec * 1_000_000_000 + time.tv_nsec
+  }
+}
+
+/// Which processors a thread may run on, through glibc's `sched_getaffinity` and
+/// `sched_setaffinity` (looked up at run time: Swift's Glibc module leaves them out).
+private enum Affinity {
+  typealias Call = @convention(c) (pid_t, Int, UnsafeMutableRawPointer) -> Int32
+
+  static func call(_ name: String) -> Call? {
+    dlsym(UnsafeMutableRawPointer(bitPattern: 0), name).map { unsafeBitCast($0, to: Call.self) }
+  }
+
+  static func current() -> cpu_set_t? {
+    guard let get = call("sched_getaffinity") else { return nil }
+    var set = cpu_set_t()
+    let status = withUnsafeMutableBytes(of: &set) {
+      get(0, MemoryLayout<cpu_set_t>.size, $0.baseAddress!)
+    }
+    return status == 0 ? set : nil
+  }
+
+  static func allowedProcessors() -> [Int] {
+    guard let set = current() else { return [] }
+    return withUnsafeBytes(of: set) { bytes in
+      (0..<(bytes.count * 8)).filter { bytes[$0 / 8] & (1 << ($0 % 8)) != 0 }
+    }
+  }
+
+  /// Pins the calling thread to `processor`; returns the set to restore, or nil if it
+  /// could not.
+  static func pinCurrentThread(to processor: Int) -> cpu_set_t? {
+    guard let previous = current(), let set = call("sched_setaffinity") else { return nil }
+    var only = cpu_set_t()
+    withUnsafeMutableBytes(of: &only) { $0[processor / 8] = 1 << (processor % 8) }
+    let status = withUnsafeMutableBytes(of: &only) {
+      set(0, MemoryLayout<cpu_set_t>.size, $0.baseAddress!)
+    }
+    return status == 0 ? previous : nil
+  }
+
+  static func restoreCurrentThread(_ previous: cpu_set_t) {
+    guard let set = call("sched_setaffinity") else { return }
+    var previous = previous
+    _ = withUnsafeMutableBytes(of: &previous) {
+      set(0, MemoryLayout<cpu_set_t>.size, $0.baseAddress!)
+    }
+  }
+}
