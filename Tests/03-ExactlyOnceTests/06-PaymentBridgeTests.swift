@@ -275,8 +275,9 @@ struct PaymentBridgeTests {
         payment.value?.cancel()
       }
     }
+    // An attempt after the first never answers: only a cancel ends it.
     let checkout = Self.makeCheckout([
-      .unavailable(CallbackScript(timing: .scheduled(answerThenCancel))), .approves(),
+      .unavailable(CallbackScript(timing: .scheduled(answerThenCancel))), .hangs,
     ])
     gateway.withLock { $0 = checkout.gateway }
     let task = Task(executorPreference: executor) {
