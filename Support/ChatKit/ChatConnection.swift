@@ -189,8 +189,9 @@ public final class ChatConnection: @unchecked Sendable {
 
   /// Closes the connection. A connect in progress fails with
   /// ``ChatConnectionError/cancelled``, as do sends not yet written; an established
-  /// connection's delegate receives `didDisconnectWithError(nil)`. Does nothing if the
-  /// connection has already ended.
+  /// connection's delegate receives `didDisconnectWithError(nil)`. Before any connect it
+  /// closes the connection for good: a connect after it fails with
+  /// ``ChatConnectionError/alreadyUsed``. Does nothing if the connection has already ended.
   public func disconnect() {
     queue.async { [self] in
       switch state {

@@ -155,6 +155,23 @@ public final class ChatServer: @unchecked Sendable {
     }
   }
 
+  /// Closes the connection of the client that joined as `name`, as if the server had gone
+  /// away for that client alone: it sees the end of the connection
+  /// (``ChatConnectionError/closedByServer``), or with `reset` a connection reset
+  /// (``ChatConnectionError/socket(_:)``, `ECONNRESET`), and everyone else hears
+  /// `* NAME left`. The server goes on listening, so the client may join again at once.
+  /// Returns false if no client has that name.
+  @discardableResult
+  public func disconnect(_ name: String, reset: Bool = false) -> Bool {
+    queue.sync {
+      guard let client = clients.values.first(where: { $0.name == name }) else { return false }
+      if reset { client.abortOnClose() }
+      drop(client)
+      flush()
+      return true
+    }
+  }
+
   // MARK: - Events (all on `queue`)
 
   private func acceptClients() {
@@ -352,12 +369,23 @@ private final class Client {
     }
   }
 
-  /// Ends the connection at once (the peer sees end of file) and cancels the read source;
-  /// the descriptor is closed only once the source is done with it.
+  /// Closing sends a reset instead of an end of file: see ``abortOnClose()``.
+  private var aborts = false
+  /// Makes ``close()`` abortive: `SO_LINGER` with a zero timeout, and no `shutdown`, so the
+  /// peer gets a reset (`ECONNRESET`) instead of an end of file.
+  func abortOnClose() {
+    var linger = linger(l_onoff: 1, l_linger: 0)
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout.size(ofValue: linger)))
+    aborts = true
+  }
+
+  /// Ends the connection at once (the peer sees end of file, or a reset after
+  /// ``abortOnClose()``) and cancels the read source; the descriptor is closed only once the
+  /// source is done with it.
   func close() {
     guard !closing else { return }
     closing = true
-    shutdown(fd, Int32(SHUT_RDWR))
+    if !aborts { shutdown(fd, Int32(SHUT_RDWR)) }
     readSource.cancel()
   }
 }

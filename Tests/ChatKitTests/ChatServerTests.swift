@@ -253,4 +253,28 @@ struct ChatServerTests {
     }
     await #expect(throws: ChatConnectionError.notConnected) { try await ada.send("anyone?") }
   }
+
+  @Test("disconnect(_:) ends one client, by end of file or reset; it may join again at once")
+  func disconnectOne() async throws {
+    let server = try startedServer()
+    defer { server.stop() }
+    let ada = try await join(server, as: "ada")
+    let bob = try await join(server, as: "bob")
+
+    #expect(server.disconnect("bob"))
+    await eventually("bob to hear the server closed on him", within: limit) {
+      bob.recorder.ends.value == [.closedByServer]
+    }
+    await ada.expectToReceive("* bob left")
+    #expect(server.names == ["ada"])
+    #expect(!server.disconnect("nobody"))
+
+    let again = try await join(server, as: "bob")
+    #expect(server.disconnect("bob", reset: true))
+    await eventually("bob to hear the connection was reset", within: limit) {
+      again.recorder.ends.value == [.socket(SocketError("read", code: ECONNRESET))]
+    }
+    #expect(ada.recorder.lines.value.filter { $0 == "* bob left" }.count == 2)
+    try await ada.send("still here")
+  }
 }
