@@ -4,7 +4,7 @@ extension ChatConnection {
   /// Connects to the chat server and joins as `name`; returns once the server welcomed us.
   ///
   /// Throws the connection's error (refused, name taken, …), or `CancellationError` when
-  /// the task is cancelled while connecting.
+  /// the task is cancelled before or while connecting.
   func connect(to host: String = "127.0.0.1", port: UInt16, as name: String) async throws {
     do {
       try await withTaskCancellationHandler {
@@ -23,6 +23,10 @@ extension ChatConnection {
       }
     } catch ChatConnectionError.cancelled {
       // The legacy word for "cancelled", translated once, after the await.
+      throw CancellationError()
+    } catch ChatConnectionError.alreadyUsed where Task.isCancelled {
+      // Cancelled before the legacy connect started: onCancel's disconnect() closed the
+      // connection first, so the legacy connect refused it as used. Also a cancellation.
       throw CancellationError()
     }
   }

@@ -5,6 +5,21 @@ import WorkbookTesting
 
 @testable import Capstone
 
+/// The contract of `connect(to:port:as:)`: each path, what the caller and the server see,
+/// and the test that checks it (— where a column does not apply, and why).
+///
+/// | path | result, error | resources | thread, callbacks, timing |
+/// | --- | --- | --- | --- |
+/// | welcomed | returns, joined: `connectJoins` | the connection stays open: it is the caller's | suspends: `connectSuspends`; a welcome 2.5 s late holds no thread of any task: `slowWelcome` |
+/// | refused (nothing listens) | `.socket`: `refusedConnectionThrows` | — the legacy connection closes its own socket | the error path resumes: `refusedConnectionThrows` |
+/// | name taken | `.rejected(line)`, unchanged: `takenNameThrows` | only bob stays: `takenNameThrows` | — |
+/// | not an address | `.invalidAddress(host)`, the host it was given: `usesTheHost` | nobody joined: `usesTheHost` | — |
+/// | cancelled before the call | `CancellationError`: `cancelledBeforeTheCall` | nobody joined: `cancelledBeforeTheCall` | — |
+/// | cancelled while waiting | `CancellationError`: `cancellationDisconnects` | the socket hangs up: `cancellationDisconnects` | one resume, the completion's: `cancellationDisconnects` |
+/// | cancelled as the welcome resumes | returns or `CancellationError`: `cancelDuringResume` | — | no deadlock with `onCancel`: `cancelDuringResume` |
+/// | cancelled after it returned | — nothing left to cancel | still joined: `secondConnect` | — |
+/// | a second call on one connection | `.alreadyUsed`, not a cancellation: `secondConnect` | the first join stays: `secondConnect` | — |
+/// | two calls at once | — the legacy connection serialises them: one joins, the other is the second call | | |
 @Suite("8.1 Connect")
 struct ConnectTests {
   @Test("connect(to:port:as:) returns once the server has welcomed us")
@@ -96,7 +111,11 @@ struct ConnectTests {
   func cancelDuringResume() async throws {
     let server = try startedServer()
     defer { server.stop() }
-    let connection = ChatConnection()
+    // The welcome's completion comes 50 ms late, so that the connect has surely suspended
+    // by then, and its resume is one from another thread, which the race below needs.
+    let slow = SlowCallbacks()
+    slow.delay.withLock { $0 = .milliseconds(50) }
+    let connection = ChatConnection(callbacksVia: slow.schedule)
     defer { connection.disconnect() }
 
     // The task is cancelled from another thread while the welcome's completion is still
@@ -152,5 +171,129 @@ struct ConnectTests {
     // The legacy completion (with .cancelled) has run once this returns: a second resume
     // of the continuation would crash here, inside this test.
     await callbacksDelivered(connection)
+  }
+
+  @Test("connect(to:port:as:) connects to the host it is given")
+  func usesTheHost() async throws {
+    let server = try startedServer()
+    defer { server.stop() }
+    let connection = ChatConnection()
+    defer { connection.disconnect() }
+
+    let outcome = await Result {
+      try await withDeadline(
+        .seconds(2), "connect(to: \"chat.invalid\", …)",
+        hint: "the completion's error path never resumes the continuation"
+      ) {
+        try await connection.connect(to: "chat.invalid", port: server.port, as: "alice")
+      }
+    }
+    if case .failure(let error as DeadlineExceeded) = outcome { throw error }
+    #expect(
+      !server.names.contains("alice"),
+      "connect(to: \"chat.invalid\", …) joined the test's server on 127.0.0.1: the host the caller gave was not the one connected to, so a caller can never reach another server"
+    )
+    #expect(
+      (outcome.failure as? ChatConnectionError) == .invalidAddress("chat.invalid"),
+      "\"chat.invalid\" is not an address: connecting to it must throw the connection's own error, .invalidAddress(\"chat.invalid\"), but it \(outcome.described)"
+    )
+  }
+
+  @Test(
+    "A task cancelled before it calls connect(to:port:as:) gets CancellationError and joins nothing"
+  )
+  func cancelledBeforeTheCall() async throws {
+    let server = try startedServer()
+    defer { server.stop() }
+    let connection = ChatConnection()
+    defer { connection.disconnect() }
+
+    let connecting = Task {
+      withUnsafeCurrentTask { $0?.cancel() }
+      try await connection.connect(port: server.port, as: "alice")
+    }
+    let outcome = await Result {
+      try await withDeadline(
+        .seconds(2), "connect(to:port:as:) in a task that was already cancelled",
+        hint: "a task that is already cancelled must be answered at once, with CancellationError"
+      ) {
+        try await connecting.value
+      }
+    }
+    if case .failure(let error as DeadlineExceeded) = outcome { throw error }
+    #expect(
+      outcome.failure is CancellationError,
+      Comment(
+        rawValue: "connect(to:port:as:) was called by a task that was already cancelled, and it "
+          + "\(outcome.described), not CancellationError: a cancelled task's connect must "
+          + "throw CancellationError whenever the cancellation came"
+          + ((outcome.failure as? ChatConnectionError) == .alreadyUsed
+            ? " (.alreadyUsed: in a task that is already cancelled, withTaskCancellationHandler "
+              + "runs onCancel before its body, so disconnect() closed the connection before the "
+              + "legacy connect began)" : "")))
+    await callbacksDelivered(connection)
+    let joined = await eventually(within: .milliseconds(300)) { server.names.contains("alice") }
+    #expect(
+      !joined,
+      "a task that was cancelled before it called connect(to:port:as:) joined the chat: nothing may start once the task is cancelled"
+    )
+  }
+
+  @Test(
+    "A second connect on a used connection throws .alreadyUsed; a cancel after connecting changes nothing"
+  )
+  func secondConnect() async throws {
+    let server = try startedServer()
+    defer { server.stop() }
+    let connection = ChatConnection()
+    defer { connection.disconnect() }
+    try await withDeadline(
+      .seconds(2), "connect(to:port:as:)",
+      hint: "the completion's success path (error == nil) never resumes the continuation"
+    ) {
+      try await connection.connect(port: server.port, as: "alice")
+      // Cancelled once it has returned: the connect is over, so nothing may happen.
+      withUnsafeCurrentTask { $0?.cancel() }
+    }
+    await callbacksDelivered(connection)
+    #expect(
+      server.names == ["alice"],
+      "a task cancelled after connect(to:port:as:) returned hung up: cancelling the connect must stop at the connect, since the caller now owns the connection"
+    )
+
+    let outcome = await Result {
+      try await withDeadline(
+        .seconds(2), "a second connect(to:port:as:) on the same connection",
+        hint: "the completion's error path never resumes the continuation"
+      ) {
+        try await connection.connect(port: server.port, as: "ada")
+      }
+    }
+    if case .failure(let error as DeadlineExceeded) = outcome { throw error }
+    #expect(
+      (outcome.failure as? ChatConnectionError) == .alreadyUsed,
+      "a second connect on a connection that is already used must throw the connection's own error, .alreadyUsed (the task was not cancelled), but it \(outcome.described)"
+    )
+    #expect(server.names == ["alice"], "the first join must stay as it was")
+  }
+
+  @Test("connect(to:port:as:) waits for a slow welcome without holding a thread, in any task")
+  func slowWelcome() async throws {
+    let server = try startedServer()
+    defer { server.stop() }
+    // The welcome's completion comes 2.5 s late: a wait that holds a thread of the
+    // concurrency pool for that long, in this task or one it starts, is noticed.
+    let slow = SlowCallbacks()
+    slow.delay.withLock { $0 = slowAnswer }
+    let connection = ChatConnection(callbacksVia: slow.schedule)
+    defer { connection.disconnect() }
+
+    try await withDeadline(
+      .seconds(6), "connect(to:port:as:) with a welcome that comes 2.5 seconds late",
+      hint: "the completion's success path (error == nil) never resumes the continuation"
+    ) {
+      try await connection.connect(port: server.port, as: "alice")
+    }
+    #expect(server.names == ["alice"], "alice should have joined the chat")
   }
 }

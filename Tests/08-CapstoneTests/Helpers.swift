@@ -90,9 +90,13 @@ final class SilentListener: @unchecked Sendable {
   private let lock = NSLock()
   private var peer: Int32 = -1
 
-  init() throws {
+  /// Listens on `port`, or on one the kernel picks (0). A port that a stopped server used
+  /// can be taken again at once.
+  init(port requested: UInt16 = 0) throws {
     fd = try Socket.makeTCP()  // non-blocking, so accept never waits
-    guard Socket.bind(fd, to: Socket.address(host: "127.0.0.1", port: 0)!) == 0,
+    var on: Int32 = 1
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+    guard Socket.bind(fd, to: Socket.address(host: "127.0.0.1", port: requested)!) == 0,
       listen(fd, 8) == 0
     else {
       let error = SocketError("bind")
@@ -110,15 +114,16 @@ final class SilentListener: @unchecked Sendable {
     close(fd)
   }
 
+  /// Whether a client has connected here. Never waits: poll it with `eventually`.
+  func peerConnected() -> Bool {
+    lock.withLock { acceptPeer() }
+  }
+
   /// Whether the client that connected here has closed its end (read gives end of file).
   /// Never waits: poll it with `eventually`.
   func peerHungUp() -> Bool {
     lock.withLock {
-      if peer < 0 {
-        peer = accept(fd, nil, nil)
-        guard peer >= 0 else { return false }
-        try? Socket.setNonBlocking(peer)
-      }
+      guard acceptPeer() else { return false }
       var buffer = [UInt8](repeating: 0, count: 256)
       while true {
         let count = buffer.withUnsafeMutableBytes { read(peer, $0.baseAddress, $0.count) }
@@ -126,6 +131,113 @@ final class SilentListener: @unchecked Sendable {
         return count == 0 || !Socket.wouldBlock(errno)
       }
     }
+  }
+
+  /// Takes the waiting client, if there is one and none was taken before; says whether
+  /// there is one. Call it under `lock`.
+  private func acceptPeer() -> Bool {
+    if peer < 0 {
+      peer = accept(fd, nil, nil)
+      guard peer >= 0 else { return false }
+      try? Socket.setNonBlocking(peer)
+    }
+    return true
+  }
+}
+
+/// A connection's callbacks, delivered late when a test says so: for a server that is slow
+/// to answer. Each callback waits `delay` (as set when it was scheduled) on a serial queue of
+/// its own, then runs; they run one at a time, in order.
+final class SlowCallbacks: Sendable {
+  private let queue = DispatchQueue(label: "SlowCallbacks")
+  /// How late each callback scheduled from now on runs; zero at first.
+  let delay = Locked(Duration.zero)
+
+  func schedule(_ work: @escaping @Sendable () -> Void) {
+    let (seconds, attoseconds) = delay.value.components
+    let wait = Double(seconds) + Double(attoseconds) / 1e18
+    queue.async {
+      if wait > 0 { Thread.sleep(forTimeInterval: wait) }
+      work()
+    }
+  }
+}
+
+/// How long ``SlowCallbacks`` holds a callback in the tests that check a bridge waits
+/// without holding a thread: longer than the 1.5 seconds in which `withDeadline` notices a
+/// blocked thread of the concurrency pool, with room for a busy machine.
+let slowAnswer = Duration.milliseconds(2500)
+
+/// A connection's callbacks, held back until the test lets them go, then delivered all at
+/// once, in order, on one thread: many events in a burst, with nothing in between.
+final class HeldCallbacks: Sendable {
+  private let queue = DispatchQueue(label: "HeldCallbacks")
+  private struct State {
+    var holding = true
+    var held: [@Sendable () -> Void] = []
+  }
+  private let state = Locked(State())
+
+  /// How many callbacks are waiting.
+  var heldCount: Int { state.value.held.count }
+
+  func schedule(_ work: @escaping @Sendable () -> Void) {
+    let run = state.withLock { state -> Bool in
+      if state.holding { state.held.append(work) }
+      return !state.holding
+    }
+    if run { queue.async(execute: work) }
+  }
+
+  /// Runs every held callback, back to back, while every thread of the concurrency pool is
+  /// kept busy, so that no task runs until the last of them has returned; from then on each
+  /// callback runs as it comes. Returns once they have run. Only inside `withoutPoolCheck`.
+  func releaseWhileThePoolIsHeld() async {
+    let held = takeHeld()
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+      queue.async {
+        let hold = PoolHold()
+        for work in held { work() }
+        hold.end()
+        done.resume()
+      }
+    }
+  }
+
+  private func takeHeld() -> [@Sendable () -> Void] {
+    state.withLock { state in
+      state.holding = false
+      defer { state.held = [] }
+      return state.held
+    }
+  }
+}
+
+/// Every thread of Swift's concurrency pool, held by a task that waits on a semaphore, until
+/// ``end()``: meanwhile no task runs. Only from a thread outside the pool, and only inside
+/// `withoutPoolCheck`, whose own squeeze would otherwise see a blocked pool.
+final class PoolHold: Sendable {
+  private let started = DispatchSemaphore(value: 0)
+  private let done = DispatchSemaphore(value: 0)
+  /// The pool has one thread per active core.
+  private let width = ProcessInfo.processInfo.activeProcessorCount
+
+  /// Returns once every thread is held, or after a second (a thread busy elsewhere is
+  /// taken when it is free).
+  init() {
+    for _ in 0..<width {
+      Task.detached { [started, done] in
+        started.signal()
+        done.wait()
+      }
+    }
+    let deadline = DispatchTime.now() + 1
+    for _ in 0..<width { _ = started.wait(timeout: deadline) }
+  }
+
+  /// Lets every thread go.
+  func end() {
+    for _ in 0..<width { done.signal() }
   }
 }
 
@@ -151,10 +263,15 @@ final class ProbedInput: FileHandle, @unchecked Sendable {
     }
     let data = super.availableData
     bytes.withLock { $0 += data.count }
+    reads.withLock { $0 += 1 }
     return data
   }
 
   private let bytes = Locked(0)
+  private let reads = Locked(0)
+
+  /// How many times `availableData` has returned (an empty read at end of file too).
+  var readCount: Int { reads.value }
 
   /// How many bytes `availableData` has returned so far.
   var bytesRead: Int { bytes.value }
@@ -191,5 +308,41 @@ extension Pipe {
   /// Writes `text` to the pipe's write end.
   func write(_ text: String) {
     fileHandleForWriting.write(Data(text.utf8))
+  }
+
+  /// Writes `bytes` to the pipe's write end, as they are (a part of a character too).
+  func write(bytes: some Sequence<UInt8>) {
+    fileHandleForWriting.write(Data(bytes))
+  }
+}
+
+extension Result where Failure == any Error {
+  /// The error, if it is a failure.
+  var failure: (any Error)? {
+    if case .failure(let error) = self { error } else { nil }
+  }
+
+  /// What the call did, for a message: "returned", or "threw ERROR".
+  var described: String {
+    switch self {
+    case .success: "returned"
+    case .failure(let error): "threw \(error)"
+    }
+  }
+}
+
+/// A small random number generator with a fixed seed, so that a test that cuts its input at
+/// random cuts it the same way every run.
+struct SplitMix: RandomNumberGenerator {
+  private var state: UInt64
+
+  init(seed: UInt64) { state = seed }
+
+  mutating func next() -> UInt64 {
+    state &+= 0x9E37_79B9_7F4A_7C15
+    var value = state
+    value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
+    return value ^ (value >> 31)
   }
 }
