@@ -8,7 +8,8 @@ import ChatKit
 //       func chatConnection(_ c: ChatConnection, didDisconnectWithError error: Error?) {}
 //     }
 //
-// The connection holds its delegate weakly: whoever sets it must keep it alive.
+// The connection holds its delegate weakly: whoever sets it must keep it alive, for as long
+// as the stream may be read, and no longer.
 
 extension ChatConnection {
   /// The lines the server sends once we joined, as a stream.

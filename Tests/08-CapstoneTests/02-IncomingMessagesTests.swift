@@ -80,8 +80,64 @@ private func expectNoError(
   }
 }
 
+/// The contract of `incomingLines()`: each path, what the consumer and the server see, and
+/// the test that checks it (— where a column does not apply, and why).
+///
+/// | path | the stream | resources: delegate, connection | order, timing |
+/// | --- | --- | --- | --- |
+/// | lines after the welcome | each one: `linesArriveInOrder` | the delegate lives on: `delegateStaysAlive` | in order: `linesArriveInOrder`; 200 lines and the end in one burst: `burstThenEnd` |
+/// | lines before anyone iterates | all kept (100): `burstIsKept` | — | in order: `burstIsKept` |
+/// | our `disconnect()` | finishes cleanly: `disconnectFinishesCleanly` | delegate let go: `letsGoWhenItEnds` | the end after the last line: `burstThenEnd` |
+/// | the server closes | throws `.closedByServer`: `serverLossThrows` | delegate let go: `letsGoWhenItEnds` | — |
+/// | the connection is reset | throws `.socket(…)`: `resetThrows` | — | — |
+/// | the consumer breaks out | — | hangs up: `stoppingDisconnects`; delegate let go: `letsGoWhenItEnds` | — |
+/// | the consumer's task is cancelled | ends | hangs up, delegate let go: `letsGoWhenItEnds` | — |
+/// | a second call | — one delegate per connection: not part of the contract | | |
+/// | callbacks' thread | — the stream takes lines on any thread, one at a time | | |
 @Suite("8.2 Incoming messages")
 struct IncomingMessagesTests {
+  @Test("200 lines and the end, delivered in one burst, all come out in order, then the end")
+  func burstThenEnd() async throws {
+    let greeting = (1...200).map { "* line \($0)" }
+    let server = try startedServer(greeting: greeting)
+    defer { server.stop() }
+    // The connection's callbacks are held back, then run back to back on one thread while
+    // no task can run: the welcome, 200 lines, and the end of the connection.
+    let held = HeldCallbacks()
+    let connection = ChatConnection(callbacksVia: held.schedule)
+    let lines = connection.incomingLines()
+    connection.connect(port: server.port, name: "alice") { _ in }
+    let arrived = await eventually { held.heldCount >= 1 + greeting.count }
+    try #require(arrived, "the test's server did not send its 200 lines")
+    connection.disconnect()
+    let ended = await eventually { held.heldCount >= 2 + greeting.count }
+    try #require(ended, "the test's connection did not end")
+    // Without the pool check for that moment: the test holds every thread of the pool itself.
+    await withoutPoolCheck { await held.releaseWhileThePoolIsHeld() }
+
+    let collected = await collect("the first of 200 lines", from: lines) { $0 == greeting }
+    let received = collected.lines
+    if (!received.isEmpty || collected.end != nil) && received != greeting {
+      let kept = Set(received)
+      let lost = greeting.filter { !kept.contains($0) }
+      Issue.record(
+        Comment(
+          rawValue: "200 lines came one delegate call at a time, in order, then the end; the "
+            + "stream gave \(received.count) of them"
+            + (lost.isEmpty ? "" : ": lines were lost (the first: \"\(lost[0])\")")
+            + (received == greeting.filter(kept.contains) ? "" : ", and came out of order")
+            + ": the consumer must get each line in the order the delegate heard it, and the "
+            + "end only after the last one (a line handed on to be yielded later can overtake "
+            + "another, or come after the end, and be lost)"))
+    }
+    if case .failure(let error) = collected.end {
+      Issue.record(
+        Comment(
+          rawValue: "after disconnect() the stream must finish without an error, but it threw "
+            + "\(error)"))
+    }
+  }
+
   @Test("Every line after the welcome arrives, in order")
   func linesArriveInOrder() async throws {
     let server = try startedServer()
@@ -110,7 +166,7 @@ struct IncomingMessagesTests {
 
   @Test("Lines that arrive before anyone iterates are all kept, in order")
   func burstIsKept() async throws {
-    let greeting = (1...5).map { "* rule \($0)" }
+    let greeting = (1...100).map { "* rule \($0)" }
     let server = try startedServer(greeting: greeting)
     defer { server.stop() }
     let connection = ChatConnection()
@@ -241,5 +297,103 @@ struct IncomingMessagesTests {
     ) {
       bob.recorder.lines.value.contains("* alice left")
     }
+  }
+
+  @Test("When the connection is reset, iteration ends with the connection's own error")
+  func resetThrows() async throws {
+    let server = try startedServer()
+    defer { server.stop() }
+    let connection = ChatConnection()
+    let lines = connection.incomingLines()
+    try await legacyConnect(connection, port: server.port, name: "alice")
+
+    server.disconnect("alice", reset: true)
+
+    let outcome = await Result {
+      try await withDeadline(
+        .seconds(3), "iterating incomingLines() after the connection was reset",
+        hint: "didDisconnectWithError never finishes the stream"
+      ) {
+        try await first(100, of: lines)
+      }
+    }
+    if case .failure(let error as DeadlineExceeded) = outcome { throw error }
+    guard case .socket? = outcome.failure as? ChatConnectionError else {
+      Issue.record(
+        Comment(
+          rawValue: "the connection was reset (the legacy error is .socket(…), ECONNRESET), and "
+            + "the stream \(outcome.described): it must finish with the connection's own "
+            + "error, unchanged, so that the consumer can tell a reset from a server that closed"))
+      return
+    }
+  }
+
+  @Test("Whichever way the stream ends, it lets go of its delegate, and hangs up when left")
+  func letsGoWhenItEnds() async throws {
+    let server = try startedServer()
+    defer { server.stop() }
+    let bob = try await join(server, as: "bob")
+    let leak =
+      "the connection still holds a delegate once the stream has ended: whatever receives "
+      + "its calls must live exactly as long as the stream, and no longer, or every chat "
+      + "leaves it behind"
+
+    // 1. We hang up: the stream finishes, and lets go.
+    let hangingUp = ChatConnection()
+    let hangUpLines = hangingUp.incomingLines()
+    try await legacyConnect(hangingUp, port: server.port, name: "ada")
+    hangingUp.disconnect()
+    _ = await collect("the end of incomingLines() after disconnect()", from: hangUpLines) {
+      _ in false
+    }
+    let released = await eventually { hangingUp.delegate == nil }
+    #expect(released, Comment(rawValue: leak + " (after disconnect())"))
+    if !released { return }
+
+    // 2. The server closes: the same.
+    let dropped = ChatConnection()
+    let droppedLines = dropped.incomingLines()
+    try await legacyConnect(dropped, port: server.port, name: "cy")
+    server.disconnect("cy")
+    _ = await collect("the end of incomingLines() after the server closed", from: droppedLines) {
+      _ in false
+    }
+    let releasedAfterLoss = await eventually { dropped.delegate == nil }
+    #expect(releasedAfterLoss, Comment(rawValue: leak + " (after the server closed)"))
+    if !releasedAfterLoss { return }
+
+    // 3. The consumer breaks out of its loop: the stream goes away with it.
+    let leaving = ChatConnection()
+    try await withDeadline(
+      .seconds(2), "the first line of incomingLines()",
+      hint: "didReceive never yields into the stream"
+    ) {
+      let lines = leaving.incomingLines()
+      try await legacyConnect(leaving, port: server.port, name: "dee")
+      try await bob.say("hi")
+      _ = try await first(1, of: lines)
+    }
+    let left = await eventually { bob.recorder.lines.value.contains("* dee left") }
+    #expect(left, "dee should leave once nobody reads her lines")
+    let releasedAfterBreak = await eventually { leaving.delegate == nil }
+    #expect(releasedAfterBreak, Comment(rawValue: leak + " (after the consumer stopped)"))
+    if !releasedAfterBreak { return }
+
+    // 4. The consumer's task is cancelled while it waits for a line.
+    let cancelled = ChatConnection()
+    let lines = cancelled.incomingLines()
+    try await legacyConnect(cancelled, port: server.port, name: "eve")
+    let consumer = Task {
+      for try await _ in lines {}
+    }
+    consumer.cancel()
+    _ = await consumer.result
+    let hungUp = await eventually { bob.recorder.lines.value.contains("* eve left") }
+    #expect(
+      hungUp,
+      "the task reading incomingLines() was cancelled, and the connection stayed open: a consumer that stops, however it stops, has no more use for the connection"
+    )
+    let releasedAfterCancel = await eventually { cancelled.delegate == nil }
+    #expect(releasedAfterCancel, Comment(rawValue: leak + " (after the consumer was cancelled)"))
   }
 }
