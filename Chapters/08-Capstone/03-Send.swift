@@ -8,6 +8,8 @@ import ChatKit
 
 extension ChatConnection {
   /// Sends one line to everyone else in the chat; returns once it is on its way.
+  /// Cancelling the calling task leaves the connection as it is: the connection is not the
+  /// send's to end, since it carries other lines both ways.
   ///
   /// Throws `.notConnected` before joining or after the end, `.invalidLine` for a newline
   /// or an over-long line.

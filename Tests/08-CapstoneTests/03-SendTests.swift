@@ -5,6 +5,19 @@ import WorkbookTesting
 
 @testable import Capstone
 
+/// The contract of `send(_:)`: each path, what the caller and the others see, and the test
+/// that checks it (— where a column does not apply, and why).
+///
+/// | path | result, error | the connection | thread, order, timing |
+/// | --- | --- | --- | --- |
+/// | a valid line | returns once on its way: `sentLinesArrive` | stays open | in order: `sentLinesArrive`, 200 in a row: `manySendsInOrder`; suspends: `sendSuspends`; a completion 2.5 s late holds no thread of any task: `slowCompletion` |
+/// | exactly 1024 bytes (ASCII or not) | returns, delivered: `lengthLimit` | stays open | — |
+/// | 1025 bytes, or a newline | `.invalidLine`: `lengthLimit`, `invalidLineThrows` | stays open, the next line goes: `invalidLineThrows` | — |
+/// | before joining | `.notConnected`, unchanged: `sendBeforeConnectThrows` | — | — |
+/// | after `disconnect()` | the connection's error: `sendAfterDisconnectThrows` | — | — |
+/// | in a cancelled task | returns or `CancellationError`: `cancelledSend` | stays open, the next line goes: `cancelledSend` | — |
+/// | many at once | each returns once its line is on its way: `concurrentSends` | — | all delivered, in any order: `concurrentSends` |
+/// | completion twice / never | — the legacy contract: exactly once | | |
 @Suite("8.3 Send")
 struct SendTests {
   @Test("A sent line reaches the others, in order")
@@ -131,5 +144,177 @@ struct SendTests {
         try await connection.send("anyone?")
       }
     }
+  }
+
+  @Test("A line of exactly 1024 bytes is sent; one of 1025 bytes throws .invalidLine")
+  func lengthLimit() async throws {
+    let server = try startedServer()
+    defer { server.stop() }
+    let bob = try await join(server, as: "bob")
+    let connection = ChatConnection()
+    defer { connection.disconnect() }
+    try await legacyConnect(connection, port: server.port, name: "alice")
+    let longest = String(repeating: "x", count: ChatServer.maximumLineLength)
+    let longestAccented = String(repeating: "é", count: ChatServer.maximumLineLength / 2)
+
+    for (line, what) in [(longest, "1024 ASCII bytes"), (longestAccented, "512 \"é\", 1024 bytes")]
+    {
+      let outcome = await Result {
+        try await withDeadline(
+          .seconds(2), "send(_:) with a line of \(what)",
+          hint: "the completion's success path (error == nil) never resumes the continuation"
+        ) {
+          try await connection.send(line)
+        }
+      }
+      if case .failure(let error as DeadlineExceeded) = outcome { throw error }
+      #expect(
+        outcome.failure == nil,
+        "a line of \(what) is as long as a line may be, and valid: send(_:) must send it, but it \(outcome.described)"
+      )
+    }
+    await eventually("bob to receive alice's two longest lines") {
+      bob.recorder.lines.value.contains("alice: " + longest)
+        && bob.recorder.lines.value.contains("alice: " + longestAccented)
+    }
+
+    let outcome = await Result {
+      try await withDeadline(
+        .seconds(2), "send(_:) with a line of 1025 bytes",
+        hint: "the completion's error path never resumes the continuation"
+      ) {
+        try await connection.send(longest + "x")
+      }
+    }
+    if case .failure(let error as DeadlineExceeded) = outcome { throw error }
+    #expect(
+      (outcome.failure as? ChatConnectionError) == .invalidLine,
+      "a line of 1025 bytes is one byte too long: send(_:) must throw the connection's own error, .invalidLine, but it \(outcome.described)"
+    )
+  }
+
+  @Test("A send in a cancelled task leaves the connection open for the next line")
+  func cancelledSend() async throws {
+    let server = try startedServer()
+    defer { server.stop() }
+    let bob = try await join(server, as: "bob")
+    let connection = ChatConnection()
+    defer { connection.disconnect() }
+    try await legacyConnect(connection, port: server.port, name: "alice")
+
+    let sending = Task {
+      withUnsafeCurrentTask { $0?.cancel() }
+      try await connection.send("from a cancelled task")
+    }
+    let outcome = await Result {
+      try await withDeadline(
+        .seconds(2), "send(_:) in a task that was cancelled",
+        hint: "the completion's paths must resume the continuation, cancelled or not"
+      ) {
+        try await sending.value
+      }
+    }
+    if case .failure(let error as DeadlineExceeded) = outcome { throw error }
+    await callbacksDelivered(connection)
+    let stillThere = await Result {
+      try await withDeadline(
+        .seconds(2), "send(\"still here\") after a cancelled send",
+        hint: "the completion's paths must resume the continuation"
+      ) {
+        try await connection.send("still here")
+      }
+    }
+    if case .failure(let error as DeadlineExceeded) = stillThere { throw error }
+    #expect(
+      stillThere.failure == nil && server.names.contains("alice"),
+      "after a send in a cancelled task, the connection was gone (the cancelled send \(outcome.described), the next one \(stillThere.described)): the connection belongs to whoever made it, and one cancelled line must not end the chat for everyone else using it"
+    )
+    #expect(
+      outcome.failure == nil || outcome.failure is CancellationError,
+      "a send in a cancelled task may go out or throw CancellationError, but it \(outcome.described)"
+    )
+    await eventually("bob to receive the line sent after the cancelled one") {
+      bob.recorder.lines.value.contains("alice: still here")
+    }
+  }
+
+  @Test("send(_:) waits for a slow completion without holding a thread, in any task")
+  func slowCompletion() async throws {
+    let server = try startedServer()
+    defer { server.stop() }
+    let bob = try await join(server, as: "bob")
+    // From the send on, each completion comes 2.5 s late: a wait that holds a thread of
+    // the concurrency pool for that long, in this task or one it starts, is noticed.
+    let slow = SlowCallbacks()
+    let connection = ChatConnection(callbacksVia: slow.schedule)
+    defer { connection.disconnect() }
+    try await legacyConnect(connection, port: server.port, name: "alice")
+    slow.delay.withLock { $0 = slowAnswer }
+
+    try await withDeadline(
+      .seconds(6), "send(\"slow\") with a completion that comes 2.5 seconds late",
+      hint: "the completion's success path (error == nil) never resumes the continuation"
+    ) {
+      try await connection.send("slow")
+    }
+    await eventually("bob to receive alice's line") {
+      bob.recorder.lines.value.contains("alice: slow")
+    }
+  }
+
+  @Test("200 sends in a row arrive complete and in order")
+  func manySendsInOrder() async throws {
+    let server = try startedServer()
+    defer { server.stop() }
+    let bob = try await join(server, as: "bob")
+    let connection = ChatConnection()
+    defer { connection.disconnect() }
+    try await legacyConnect(connection, port: server.port, name: "alice")
+    let lines = (1...200).map { "line \($0)" }
+
+    try await withDeadline(
+      .seconds(5), "200 calls of send(_:), one after another",
+      hint: "the completion's success path (error == nil) never resumes the continuation"
+    ) {
+      for line in lines { try await connection.send(line) }
+    }
+    let expected = lines.map { "alice: " + $0 }
+    let complete = await eventually {
+      bob.recorder.lines.value.filter { $0.hasPrefix("alice: ") }.count >= expected.count
+    }
+    let received = bob.recorder.lines.value.filter { $0.hasPrefix("alice: ") }
+    #expect(
+      complete && received == expected,
+      "alice sent 200 lines, each once the one before had returned; bob received \(received.count), \(received == Array(expected.prefix(received.count)) ? "in order" : "out of order"): a send that has returned must have its line on its way, ahead of the next one"
+    )
+  }
+
+  @Test("Sends from many tasks at once each return once their own line is on its way")
+  func concurrentSends() async throws {
+    let server = try startedServer()
+    defer { server.stop() }
+    let bob = try await join(server, as: "bob")
+    let connection = ChatConnection()
+    defer { connection.disconnect() }
+    try await legacyConnect(connection, port: server.port, name: "alice")
+    let lines = (1...20).map { "from task \($0)" }
+
+    try await withDeadline(
+      .seconds(5), "20 calls of send(_:) at once",
+      hint: "each call must resume its own continuation, once"
+    ) {
+      try await withThrowingTaskGroup(of: Void.self) { group in
+        for line in lines { group.addTask { try await connection.send(line) } }
+        try await group.waitForAll()
+      }
+    }
+    let expected = Set(lines.map { "alice: " + $0 })
+    let complete = await eventually {
+      expected.isSubset(of: bob.recorder.lines.value)
+    }
+    #expect(
+      complete,
+      "20 tasks sent a line each, at once, and every call returned, but bob received only \(expected.intersection(bob.recorder.lines.value).count): each call must wait for its own line"
+    )
   }
 }
