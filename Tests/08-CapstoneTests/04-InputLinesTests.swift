@@ -45,6 +45,46 @@ private func readToEnd(_ lines: AsyncStream<String>) async throws -> [String] {
   }
 }
 
+/// Writes `pieces` to a pipe one by one, each read before the next is written, closes it,
+/// and reads `inputLines(from:)` over it to its end, within a deadline; also checks that the
+/// reads happened where they may block. Once a piece is not read in time, the input is not
+/// being read as it comes (another test says so): `waiting` turns false, and from then on
+/// pieces are written without waiting.
+private func linesRead(
+  inPieces pieces: [[UInt8]], waiting: inout Bool,
+  sourceLocation: SourceLocation = #_sourceLocation
+) async throws -> [String] {
+  let pipe = Pipe()
+  let input = ProbedInput(pipe)
+  let lines = inputLines(from: input)
+  var written = 0
+  for piece in pieces {
+    pipe.write(bytes: piece)
+    written += piece.count
+    if waiting {
+      waiting = await eventually { input.bytesRead >= written || input.misplacedRead != nil }
+    }
+  }
+  try pipe.fileHandleForWriting.close()
+  let received = try await readToEnd(lines)
+  expectOwnThread(input, sourceLocation: sourceLocation)
+  return received
+}
+
+/// The contract of `inputLines(from:)`: each input, what the stream gives, and the test that
+/// checks it (— where a column does not apply, and why).
+///
+/// | input | lines | the end | thread, timing |
+/// | --- | --- | --- | --- |
+/// | lines ending "\n", an empty line | each, without its "\n"; "" too: `linesThenEnd` | finishes at end of file: `linesThenEnd` | reads on a thread of its own, never the pool or a global queue: every test (`ProbedInput`) |
+/// | "\r\n" endings; a lone "\r" | the "\r" of "\r\n" dropped: `windowsLineEndings`; a lone "\r" kept: `everySplitPoint` | — | — |
+/// | a last line without "\n" | yielded at end of file: `unfinishedLastLine` | then finishes | — |
+/// | no input | none: `emptyInput` | finishes at once | — |
+/// | a line in pieces, a character or "\r\n" split between reads | one line, whole: `linesInPieces`, `splitCharacters`, `everySplitPoint` | — | — |
+/// | 500 lines in random pieces | all, in order: `manyLinesInPieces` | — | — |
+/// | input still open | each line as it arrives: `linesArriveWhileInputIsOpen` | — | — |
+/// | after end of file | — | no more reads: `readingStopsAtEnd` | — |
+/// | the consumer stops early | — the reading thread waits in `read` until end of file (harmless for a command about to exit, as the article says) | | |
 @Suite("8.4 Input lines")
 struct InputLinesTests {
   @Test("Yields every line without its newline, and finishes at end of input")
@@ -124,5 +164,109 @@ struct InputLinesTests {
       Comment(
         rawValue: "a line that came in several reads is one line: keep the bytes until its newline "
           + "arrives"))
+  }
+
+  @Test("A character, or a \\r\\n, split between two reads is one whole line")
+  func splitCharacters() async throws {
+    let cases: [(pieces: [[UInt8]], expected: [String])] = [
+      ([Array("caf".utf8) + [0xC3], [0xA9] + Array("\n".utf8)], ["café"]),
+      ([Array("1".utf8) + [0xE2], [0x82], [0xAC] + Array(" each\n".utf8)], ["1€ each"]),
+      ([Array("hi ".utf8) + [0xF0, 0x9F], [0x91, 0x8B] + Array("\n".utf8)], ["hi 👋"]),
+      ([Array("from windows\r".utf8), Array("\nnext\n".utf8)], ["from windows", "next"]),
+    ]
+    var waiting = true
+    for (pieces, expected) in cases {
+      let received = try await linesRead(inPieces: pieces, waiting: &waiting)
+      #expect(
+        received == expected,
+        Comment(
+          rawValue: "the input \(expected) came in \(pieces.count) reads that cut it between the "
+            + "bytes of one character (UTF-8 takes 2 to 4 bytes for one), or between \"\\r\" and "
+            + "\"\\n\", and the stream gave \(received): a read ends wherever it likes, so only "
+            + "whole lines may be turned into text"))
+    }
+  }
+
+  @Test("Whatever the split point, the same input gives the same lines")
+  func everySplitPoint() async throws {
+    let text = "añb\r\n\nc€d\r\ne\rf\nlast"
+    let expected = ["añb", "", "c€d", "e\rf", "last"]
+    let bytes = Array(text.utf8)
+    var waiting = true
+    for split in 1..<bytes.count {
+      let received = try await linesRead(
+        inPieces: [Array(bytes[..<split]), Array(bytes[split...])], waiting: &waiting)
+      if received != expected {
+        Issue.record(
+          Comment(
+            rawValue: "the input \(expected.debugDescription), read in two pieces split after "
+              + "byte \(split), gave \(received.debugDescription): lines end at \"\\n\" (a "
+              + "\"\\r\" before it is dropped, a \"\\r\" elsewhere is text), and the bytes of a "
+              + "line must wait until its end has arrived, wherever a read stops"))
+        return
+      }
+    }
+  }
+
+  @Test("500 lines written in random pieces all arrive, whole and in order")
+  func manyLinesInPieces() async throws {
+    let expected = (1...500).map { index in
+      index % 7 == 0 ? "" : "línea \(index) " + String(repeating: "€", count: index % 5)
+    }
+    let bytes = Array(expected.map { $0 + (($0.count % 2) == 0 ? "\r\n" : "\n") }.joined().utf8)
+    var generator = SplitMix(seed: 8_4)
+    var pieces: [[UInt8]] = []
+    var start = 0
+    while start < bytes.count {
+      let end = min(bytes.count, start + Int(generator.next() % 40) + 1)
+      pieces.append(Array(bytes[start..<end]))
+      start = end
+    }
+    let pipe = Pipe()
+    let input = ProbedInput(pipe)
+    let lines = inputLines(from: input)
+    var written = 0
+    var waiting = true
+    for (index, piece) in pieces.enumerated() {
+      pipe.write(bytes: piece)
+      written += piece.count
+      // Now and then a piece is read before the next comes; in between they pile up. Once
+      // one is not read in time, the rest is written without waiting.
+      if waiting && index % 10 == 0 {
+        waiting = await eventually { input.bytesRead >= written || input.misplacedRead != nil }
+      }
+    }
+    try pipe.fileHandleForWriting.close()
+    let received = try await readToEnd(lines)
+    expectOwnThread(input)
+    let firstWrong = received.indices.first { $0 < expected.count && received[$0] != expected[$0] }
+    #expect(
+      received == expected,
+      Comment(
+        rawValue: "500 lines came in \(pieces.count) pieces of 1 to 40 bytes, and the stream gave "
+          + "\(received.count) lines"
+          + (firstWrong.map {
+            ", the first wrong one \(received[$0].debugDescription) where "
+              + "\(expected[$0].debugDescription) was written"
+          } ?? "")
+          + ": every line, whole, in the order written"))
+  }
+
+  @Test("Reading stops at end of input")
+  func readingStopsAtEnd() async throws {
+    let pipe = Pipe()
+    let input = ProbedInput(pipe)
+    let lines = inputLines(from: input)
+    pipe.write("only line\n")
+    try pipe.fileHandleForWriting.close()
+    _ = try await readToEnd(lines)
+    expectOwnThread(input)
+
+    let reads = input.readCount
+    try await Task.sleep(for: .milliseconds(200))
+    #expect(
+      input.readCount == reads,
+      "after the end of input (an empty read) the input was read \(input.readCount - reads) more times in 0.2 seconds: the reading thread must stop there, or it spins for as long as the program runs"
+    )
   }
 }
