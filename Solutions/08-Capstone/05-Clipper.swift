@@ -8,11 +8,12 @@ public enum ClipperError: Error, Equatable {
 }
 
 /// The `clipper NAME` command: joins the chat as `name`, prints every line the server
-/// sends to `output`, and sends every line read from `input`.
+/// sends to `output`, and sends every line read from `input`, each in the order it came.
 ///
-/// Returns at the end of the input, after hanging up. Throws when the connection cannot
-/// be made, or ``ClipperError/serverGone`` when the server goes away first. No task it
-/// starts outlives it.
+/// Returns at the end of the input, after sending every line and hanging up. Throws when
+/// the connection cannot be made, or ``ClipperError/serverGone`` when the server goes away
+/// first, however the connection was lost. Cancelling it hangs up and ends it. No task it
+/// starts outlives it, nor any `output` call.
 public func runClipper(
   name: String, input: FileHandle, output: @escaping @Sendable (String) -> Void,
   host: String = "127.0.0.1", port: UInt16

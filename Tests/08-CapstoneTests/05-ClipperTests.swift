@@ -9,23 +9,59 @@ import WorkbookTesting
 private struct Session {
   let input: Pipe
   let printed: Locked<[String]>
+  /// The lines whose `output` call was still running, or started, once `runClipper` had
+  /// returned.
+  let printedLate: Locked<[String]>
+  /// True once `runClipper` has returned or thrown.
+  let ended: Locked<Bool>
   let run: Task<Void, any Error>
   /// The input as the command sees it: notes a blocking read on a shared thread (8.4).
   let probe: ProbedInput
 
-  init(_ name: String, server: ChatServer) {
-    let input = Pipe()
+  /// Runs `runClipper` as `name` on `port` (the server's by default), on `executor` if one
+  /// is given. `whilePrinting` runs inside each `output` call, before the line is recorded:
+  /// a slow terminal, say.
+  init(
+    _ name: String, server: ChatServer? = nil, port: UInt16? = nil, input: Pipe = Pipe(),
+    on executor: OneThreadExecutor? = nil,
+    whilePrinting: @escaping @Sendable (String) -> Void = { _ in }
+  ) {
     let probe = ProbedInput(input)
     let printed = Locked<[String]>([])
-    run = Task {
+    let printedLate = Locked<[String]>([])
+    let ended = Locked(false)
+    let printing = Locked<[String]>([])
+    let port = port ?? server?.port ?? 0
+    run = Task(executorPreference: executor) {
+      defer {
+        // Whatever is still being printed now is printed after the command returned.
+        let unfinished = printing.withLock { printing in
+          ended.withLock { $0 = true }
+          return printing
+        }
+        printedLate.withLock { $0 += unfinished }
+      }
       try await runClipper(
         name: name, input: probe,
-        output: { line in printed.withLock { $0.append(line) } },
-        port: server.port)
+        output: { line in
+          let late = printing.withLock { printing in
+            printing.append(line)
+            return ended.value
+          }
+          if late { printedLate.withLock { $0.append(line) } }
+          whilePrinting(line)
+          printed.withLock { $0.append(line) }
+          printing.withLock { printing in
+            if let index = printing.firstIndex(of: line) { printing.remove(at: index) }
+          }
+        },
+        port: port)
     }
     self.input = input
     self.probe = probe
     self.printed = printed
+    self.printedLate = printedLate
+    self.ended = ended
   }
 
   /// Records a failure if the input was read on a shared thread (8.4's mistake, seen here).
@@ -64,6 +100,22 @@ private let endOfInputHint =
   "at end of input, stop the incoming side too: group.cancelAll() ends the incoming loop "
   + "(its stream's onTermination hangs up), then return"
 
+/// The contract of `runClipper(name:input:output:host:port:)`: each path, what the command
+/// and the others see, and the test that checks it (— where a column does not apply, and
+/// why).
+///
+/// | path | result, error | resources: connection, tasks, input | output, order, timing |
+/// | --- | --- | --- | --- |
+/// | joined, lines both ways | — | — | the greeting first: `printsGreeting`; every line: `printsIncomingLines`, in order, before it returns, with a slow `output`: `printsInOrderAndInTime`; each typed line sent as typed: `sendsInputLines` |
+/// | end of input | returns: `endOfInputReturns` | hangs up after the last line: `endOfInputReturns`; 100 lines, all sent in order first, whenever a task runs: `sendsEverythingBeforeLeaving` | — |
+/// | the server closes | `ClipperError.serverGone`, though input is open: `serverLossThrows` | the input side stops: `serverLossThrows` | — |
+/// | the connection is reset | `ClipperError.serverGone`: `resetIsServerGone` | the input side stops: `resetIsServerGone` | — |
+/// | a line too long | goes on: `longLineGoesOn` | — | reported with `output`: `longLineGoesOn` |
+/// | connect fails | the connection's error: `takenNameThrows` | — | nothing printed: `takenNameThrows` |
+/// | cancelled while connecting | ends: `cancelling` | the socket hangs up: `cancelling` | — |
+/// | cancelled while chatting | ends, returning or throwing: `cancelling` | hangs up: `cancelling` | — |
+/// | blocking reads | — | read on a thread of its own (8.4), checked in every test (`ProbedInput`) | — |
+/// | a second run | — each run makes its own connection | | |
 @Suite("8.5 The clipper command")
 struct ClipperTests {
   @Test("Prints the server's greeting, which comes with the welcome")
@@ -233,5 +285,162 @@ struct ClipperTests {
     }
     #expect(error == .rejected("! name taken: bob"), "throw the connection's own error")
     #expect(bob.recorder.lines.value.isEmpty)
+  }
+
+  @Test("Prints incoming lines in order, each before it returns, even when printing is slow")
+  func printsInOrderAndInTime() async throws {
+    let greeting = (1...20).map { "* note \($0)" }
+    let server = try startedServer(greeting: greeting)
+    defer { server.stop() }
+    let input = Pipe()
+    let writer = input.fileHandleForWriting
+    // A slow terminal: the first line takes 0.2 s to print. Printing "bob: bye" ends the
+    // input, then takes 0.3 s. The command and the tasks of its task group run on one thread
+    // of their own: whatever it hands to other tasks runs elsewhere, at its own pace.
+    let alice = Session(
+      "alice", server: server, input: input, on: OneThreadExecutor(),
+      whilePrinting: { line in
+        if line == greeting[0] { Thread.sleep(forTimeInterval: 0.2) }
+        if line == "bob: bye" {
+          try? writer.close()
+          Thread.sleep(forTimeInterval: 0.3)
+        }
+      })
+    defer { alice.run.cancel() }
+    await alice.joins(server, as: "alice")
+    _ = await eventually(within: .seconds(3)) { alice.printed.value.count >= greeting.count }
+    let printed = alice.printed.value
+
+    let bob = try await join(server, as: "bob")
+    try await bob.say("bye")
+    try await alice.end("runClipper(…) after its input ended", hint: endOfInputHint)
+    #expect(
+      alice.printedLate.value.isEmpty,
+      Comment(
+        rawValue: "clipper was still printing \(alice.printedLate.value) when runClipper(…) "
+          + "had already returned: the command's work was not over when it said it was, and a "
+          + "caller that prints after it (or exits) garbles or loses those lines"))
+    #expect(
+      Array(printed.prefix(greeting.count)) == greeting,
+      Comment(
+        rawValue: "the server sent 20 lines, one after another, and clipper printed "
+          + "\(printed.prefix(greeting.count)): the first took a while to print, and the "
+          + "others overtook it, so a reader sees them out of order; print each line before "
+          + "the next, in the order they came"))
+  }
+
+  @Test("At the end of input, every line typed is sent, in order, before it hangs up")
+  func sendsEverythingBeforeLeaving() async throws {
+    let server = try startedServer()
+    defer { server.stop() }
+    let bob = try await join(server, as: "bob")
+    // The command and the tasks of its task group run on one thread of their own, and every
+    // thread of the shared pool is held from before the input arrives until the command has
+    // returned (or a second has passed): work the command hands to other tasks runs only
+    // after that.
+    let alice = Session("alice", server: server, on: OneThreadExecutor())
+    defer { alice.run.cancel() }
+    await alice.joins(server, as: "alice")
+    let lines = (1...100).map { "line \($0)" }
+    let writer = alice.input.fileHandleForWriting
+    let ended = alice.ended
+    // Without the pool check for that moment: the test holds every thread of the pool itself.
+    await withoutPoolCheck {
+      await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+        Thread {
+          let hold = PoolHold()
+          writer.write(Data(lines.map { $0 + "\n" }.joined().utf8))
+          try? writer.close()
+          let start = ContinuousClock.now
+          while !ended.value && ContinuousClock.now - start < .seconds(1) { usleep(1000) }
+          hold.end()
+          done.resume()
+        }.start()
+      }
+    }
+    try await alice.end("runClipper(…) after its input ended", hint: endOfInputHint)
+
+    let expected = lines.map { "alice: " + $0 } + ["* alice left"]
+    _ = await eventually { bob.recorder.lines.value.contains("* alice left") }
+    let received = bob.recorder.lines.value.filter {
+      $0.hasPrefix("alice: ") || $0 == "* alice left"
+    }
+    let sent = received.filter { $0.hasPrefix("alice: ") }
+    #expect(
+      received == expected,
+      Comment(
+        rawValue: "alice typed 100 lines, and her input ended; bob received \(sent.count) of "
+          + "them"
+          + (sent == expected.filter(Set(sent).contains) ? "" : ", out of order")
+          + (received.last == "* alice left" ? "" : ", and alice never left")
+          + " before she hung up: at the end of input every line typed must already be on its "
+          + "way, in the order typed (a send still to be made when the command hangs up is "
+          + "lost)"))
+  }
+
+  @Test("When the connection is reset, it throws .serverGone, though input is still open")
+  func resetIsServerGone() async throws {
+    let server = try startedServer()
+    defer { server.stop() }
+    let alice = Session("alice", server: server)
+    defer {
+      alice.run.cancel()
+      try? alice.input.fileHandleForWriting.close()
+    }
+    await alice.joins(server, as: "alice")
+    let bob = try await join(server, as: "bob")
+    let listening = await eventually { alice.printed.value.contains("* bob joined") }
+    #expect(listening, "clipper never printed \"* bob joined\"")
+
+    withExtendedLifetime(bob) { _ = server.disconnect("alice", reset: true) }
+
+    await #expect(
+      throws: ClipperError.serverGone,
+      Comment(
+        rawValue:
+          "the connection was reset (the stream of incoming lines ends with .socket(…), not "
+          + ".closedByServer): that is the server gone too, so runClipper must throw "
+          + "ClipperError.serverGone")
+    ) {
+      try await alice.end(
+        "runClipper(…) after its connection was reset",
+        hint: "however the incoming lines end with an error, cancel the input side (it would "
+          + "wait for input forever) and throw ClipperError.serverGone")
+    }
+  }
+
+  @Test("Cancelling it hangs up and ends it, while connecting or while chatting")
+  func cancelling() async throws {
+    // While connecting: the listener never says welcome.
+    let silent = try SilentListener()
+    let connecting = Session("alice", port: silent.port)
+    defer { try? connecting.input.fileHandleForWriting.close() }
+    try await Task.sleep(for: .milliseconds(100))
+    connecting.run.cancel()
+    try? await connecting.end(
+      "a runClipper(…) cancelled while it connected",
+      hint: "cancelling the command while it connects must end it: the connect must stop")
+    await eventually(
+      "the cancelled runClipper(…) to hang up the connection it was making (cancelling must reach the socket)"
+    ) {
+      silent.peerHungUp()
+    }
+
+    // While chatting, with input still open.
+    let server = try startedServer()
+    defer { server.stop() }
+    let bob = try await join(server, as: "bob")
+    let chatting = Session("ada", server: server)
+    defer { try? chatting.input.fileHandleForWriting.close() }
+    await chatting.joins(server, as: "ada")
+    chatting.run.cancel()
+    try? await chatting.end(
+      "a runClipper(…) cancelled while it chatted",
+      hint: "cancelling the command must end both of its sides, and hang up")
+    await eventually(
+      "the cancelled runClipper(…) to leave the chat: a cancelled command hangs up"
+    ) {
+      bob.recorder.lines.value.contains("* ada left")
+    }
   }
 }
