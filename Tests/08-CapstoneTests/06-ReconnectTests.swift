@@ -1,9 +1,16 @@
 import ChatKit
+import Dispatch
 import Foundation
 import Testing
 import WorkbookTesting
 
 @testable import Capstone
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 private let policy = ReconnectPolicy(attempts: 3, firstDelay: .seconds(1))
 
@@ -22,19 +29,49 @@ private struct Chat {
   /// True once the input stream was terminated: finished by the test, or cancelled because
   /// the task reading it was.
   let inputTerminated = Locked(false)
+  /// The lines whose `output` call was still running, or started, once
+  /// `runReconnectingChat` had returned.
+  let printedLate = Locked<[String]>([])
   let run: Task<Void, any Error>
   let clock = ManualClock()
 
-  init(_ name: String, port: UInt16) {
+  /// Runs on `executor` if one is given. `whilePrinting` runs inside each `output` call,
+  /// before the line is recorded: a slow terminal, say.
+  init(
+    _ name: String, port: UInt16, on executor: OneThreadExecutor? = nil,
+    whilePrinting: @escaping @Sendable (String) -> Void = { _ in }
+  ) {
     let (lines, input) = AsyncStream.makeStream(of: String.self)
     self.name = name
     self.input = input
-    let (printed, ended, inputTerminated, clock) = (printed, ended, inputTerminated, clock)
+    let (printed, printedLate, ended, inputTerminated, clock) = (
+      printed, printedLate, ended, inputTerminated, clock
+    )
     input.onTermination = { _ in inputTerminated.withLock { $0 = true } }
-    run = Task {
-      defer { ended.withLock { $0 = true } }
+    let printing = Locked<[String]>([])
+    run = Task(executorPreference: executor) {
+      defer {
+        // Whatever is still being printed now is printed after the command returned.
+        let unfinished = printing.withLock { printing in
+          ended.withLock { $0 = true }
+          return printing
+        }
+        printedLate.withLock { $0 += unfinished }
+      }
       try await runReconnectingChat(
-        name: name, input: lines, output: { line in printed.withLock { $0.append(line) } },
+        name: name, input: lines,
+        output: { line in
+          let late = printing.withLock { printing in
+            printing.append(line)
+            return ended.value
+          }
+          if late { printedLate.withLock { $0.append(line) } }
+          whilePrinting(line)
+          printed.withLock { $0.append(line) }
+          printing.withLock { printing in
+            if let index = printing.firstIndex(of: line) { printing.remove(at: index) }
+          }
+        },
         port: port, policy: policy, clock: clock)
     }
   }
@@ -58,6 +95,28 @@ private struct Chat {
     ) { [clock] in await clock.sleeping() }
   }
 
+  /// Returns true once the chat is asleep on its clock again after `tries` failed tries;
+  /// records a failure and returns false if the chat ended instead, having given up early.
+  func waitsToTryAgain(
+    after tries: Int, sourceLocation: SourceLocation = #_sourceLocation
+  ) async throws -> Bool {
+    try await withDeadline(
+      .seconds(2), "runReconnectingChat(…) after try \(tries) failed", hint: reconnectHint,
+      sourceLocation: sourceLocation
+    ) { [clock, ended] in
+      while clock.sleeperCount == 0 && !ended.value { try await Task.sleep(for: .milliseconds(2)) }
+    }
+    guard clock.sleeperCount == 0 else { return true }
+    let outcome = await run.result.mapError { $0 as any Error }
+    Issue.record(
+      Comment(
+        rawValue: "runReconnectingChat(…) \(outcome.described) after \(tries) failed tries, "
+          + "where policy.attempts is \(policy.attempts): every try the policy allows is made, "
+          + "each after its wait, before the command gives up"),
+      sourceLocation: sourceLocation)
+    return false
+  }
+
   /// Waits for the command to end.
   func end(
     _ what: String, hint: String, sourceLocation: SourceLocation = #_sourceLocation
@@ -77,6 +136,65 @@ private func restartedServer(on port: UInt16, greeting: [String] = []) async thr
   return server
 }
 
+/// A listener on `port` that takes every connection and closes it at once, counting them:
+/// each connect to it fails (the server closed before its welcome), as tries do while a
+/// server restarts.
+private final class RefusingListener {
+  private let source: any DispatchSourceRead
+  private let count = Locked(0)
+
+  /// How many connections it has refused.
+  var refused: Int { count.value }
+
+  init(port: UInt16) throws {
+    let listener = try SilentListener(port: port)
+    let source = DispatchSource.makeReadSource(
+      fileDescriptor: listener.fd, queue: DispatchQueue(label: "RefusingListener"))
+    source.setEventHandler { [count] in
+      while true {
+        let peer = accept(listener.fd, nil, nil)
+        guard peer >= 0 else { return }
+        close(peer)
+        count.withLock { $0 += 1 }
+      }
+    }
+    source.setCancelHandler { withExtendedLifetime(listener) {} }
+    source.resume()
+    self.source = source
+  }
+
+  deinit { source.cancel() }
+}
+
+/// A refusing listener on `port` again, once the port is free.
+private func refusingListener(on port: UInt16) async throws -> RefusingListener {
+  var listener: RefusingListener?
+  let started = await eventually {
+    listener = try? RefusingListener(port: port)
+    return listener != nil
+  }
+  try #require(started, "the test could not listen on port \(port) again")
+  return listener!
+}
+
+/// The contract of `runReconnectingChat(…)`: each path, what the command, the others and
+/// the clock see, and the test that checks it (— where a column does not apply, and why).
+///
+/// | path | result, error | resources: connections, tasks, input | output, waits on the clock |
+/// | --- | --- | --- | --- |
+/// | joined, lines both ways | — | — | prints what arrives, sends what is typed: `chats`; in order, before it returns, with a slow `output`: `printsInOrderAndInTime` |
+/// | end of input | returns: `chats` | hangs up after the last line: `chats` | — |
+/// | end of input while away | returns: `reconnects` | the reconnecting side stops: `reconnects` | — |
+/// | first connect fails | its error, at once: `firstConnectFails` | — | no wait: `firstConnectFails` |
+/// | the server goes away | goes on: `reconnects` | — | "* connection lost", waits 1 s, then 2 s after a failed try: `reconnects`; tries only after each wait: `triesAfterEachWait` |
+/// | the server closes on it but stays up, or resets it | goes on: `waitsEvenIfTheServerIsBack` | back in the chat after the wait: `waitsEvenIfTheServerIsBack` | the first try only after `firstDelay`, for every loss: `waitsEvenIfTheServerIsBack` |
+/// | back after a wait | goes on | the new connection's greeting kept, lines both ways: `reconnects` | "* reconnected": `reconnects`; the next loss starts from `firstDelay`: `reconnects`, `waitsEvenIfTheServerIsBack` |
+/// | typed while away | — | — | "! not sent: LINE": `reconnects` |
+/// | every try fails | `ReconnectError.gaveUp`: `givesUp` | the input side stops: `givesUp` | waits 1, 2, 4 s: `givesUp`; exactly `policy.attempts` tries, each after its wait: `triesAfterEachWait` |
+/// | cancelled while connected | ends: `cancelling` | hangs up, the input side stops: `cancelling` | — |
+/// | cancelled while waiting | ends: `cancelling` | the input side stops: `cancelling` | — |
+/// | cancelled while a try waits for its welcome | ends: `cancelledWhileTrying` | the try's socket hangs up, the input side stops: `cancelledWhileTrying` | — |
+/// | waits | — | — | on the clock it is given, never real time: `reconnects` (a `ManualClock`); never a blocked thread: `withDeadline` in every test |
 @Suite("8.6 Challenge: reconnect after the server goes away")
 struct ReconnectTests {
   @Test("Chats as clipper does: prints what others say, sends what is typed, returns at the end")
@@ -220,7 +338,11 @@ struct ReconnectTests {
     server.stop()
 
     for (attempt, seconds) in [1, 2, 4].enumerated() {
-      try await alice.waitsToReconnect("before try \(attempt + 1) (nothing listens)")
+      if attempt == 0 {
+        try await alice.waitsToReconnect("before try 1 (nothing listens)")
+      } else {
+        guard try await alice.waitsToTryAgain(after: attempt) else { return }
+      }
       let asked = alice.clock.requestedSleeps.last
       #expect(
         asked == .seconds(seconds),
@@ -274,6 +396,175 @@ struct ReconnectTests {
       hint: "keep the try on the wait: Task.sleep throws CancellationError when cancelled")
     #expect(
       waiting.inputTerminated.value,
+      "after a cancelled runReconnectingChat(…) ended, the task reading its input still ran")
+  }
+
+  @Test(
+    "Waits policy.firstDelay before its first try after each loss, even when the server is back at once"
+  )
+  func waitsEvenIfTheServerIsBack() async throws {
+    let server = try startedServer()
+    defer { server.stop() }
+    let alice = Chat("alice", port: server.port)
+    defer { alice.run.cancel() }
+    try await alice.joins(server)
+    let bob = try await join(server, as: "bob")
+    let listening = await eventually { alice.printed.value.contains("* bob joined") }
+    try #require(listening, "runReconnectingChat(…) never printed \"* bob joined\"")
+
+    // The server closes alice's connection, and goes on listening; then it resets it.
+    for (loss, reset) in [("closed", false), ("reset", true)] {
+      let sleepsBefore = alice.clock.requestedSleeps.count
+      withExtendedLifetime(bob) { _ = server.disconnect("alice", reset: reset) }
+      let left = await eventually { !server.names.contains("alice") }
+      try #require(left, "the test's server did not let alice go")
+      _ = await eventually {
+        alice.clock.sleeperCount > 0 || server.names.contains("alice") || alice.ended.value
+      }
+      try #require(
+        !alice.ended.value,
+        "when the server \(loss) the connection, runReconnectingChat(…) ended: a lost connection, however it was lost, is one to get back to"
+      )
+      try #require(
+        !server.names.contains("alice") || alice.clock.requestedSleeps.count > sleepsBefore,
+        "after the server \(loss) the connection, alice was back in the chat without waiting on the clock: the first try after a loss comes only after policy.firstDelay, even when the server is back at once (a server that just went away is often still restarting, and clients that all come back at once bring it down again)"
+      )
+      try await alice.waitsToReconnect("after the server \(loss) the connection")
+      #expect(
+        alice.clock.requestedSleeps.last == policy.firstDelay,
+        "the wait after a loss must be policy.firstDelay (1 second) every time, not \(alice.clock.requestedSleeps.last.map { "\($0)" } ?? "none")"
+      )
+      alice.clock.advance(by: policy.firstDelay)
+      let back = await eventually { server.names.contains("alice") }
+      try #require(
+        back,
+        "runReconnectingChat(…) did not join again after its wait (the server \(loss) the connection)"
+      )
+    }
+    let reconnected = alice.printed.value.filter { $0 == "* reconnected" }.count
+    #expect(reconnected == 2, "after each loss, print \"* reconnected\" once back")
+
+    alice.input.finish()
+    try await alice.end(
+      "runReconnectingChat(…) after its input ended",
+      hint: "at the end of the input, stop the other side (cancel the task group's children), "
+        + "hang up, and return")
+  }
+
+  @Test("Tries policy.attempts times, each after its wait, then gives up")
+  func triesAfterEachWait() async throws {
+    let server = try startedServer()
+    let port = server.port
+    let alice = Chat("alice", port: port)
+    defer {
+      alice.run.cancel()
+      server.stop()
+    }
+    try await alice.joins(server)
+    server.stop()
+    try await alice.waitsToReconnect("after the server went away")
+    // From here on, every try reaches a listener that counts it and closes it at once.
+    let refusing = try await refusingListener(on: port)
+
+    for (attempt, seconds) in [1, 2, 4].enumerated() {
+      #expect(
+        refusing.refused == attempt,
+        "before the wait of \(seconds) s had passed, \(refusing.refused) tries had been made, not \(attempt): each try comes after its wait"
+      )
+      alice.clock.advance(by: .seconds(seconds))
+      if attempt < 2 {
+        guard try await alice.waitsToTryAgain(after: attempt + 1) else { return }
+      }
+    }
+    await #expect(throws: ReconnectError.gaveUp) {
+      try await alice.end(
+        "runReconnectingChat(…) after \(policy.attempts) failed tries",
+        hint: "give up after policy.attempts failed tries: throw ReconnectError.gaveUp")
+    }
+    #expect(
+      refusing.refused == policy.attempts,
+      "runReconnectingChat(…) gave up after \(refusing.refused) tries, where policy.attempts is \(policy.attempts): it gives up only once that many tries, each after its wait, have failed"
+    )
+  }
+
+  @Test("Prints lines in order, each before it returns, even when printing is slow")
+  func printsInOrderAndInTime() async throws {
+    let greeting = (1...20).map { "* note \($0)" }
+    let server = try startedServer(greeting: greeting)
+    defer { server.stop() }
+    let finish = Locked<AsyncStream<String>.Continuation?>(nil)
+    // A slow terminal: the first line takes 0.2 s to print. Printing "bob: bye" ends the
+    // input, then takes 0.3 s. The command and the tasks of its task group run on one thread
+    // of their own: whatever it hands to other tasks runs elsewhere, at its own pace.
+    let alice = Chat(
+      "alice", port: server.port, on: OneThreadExecutor(),
+      whilePrinting: { line in
+        if line == greeting[0] { Thread.sleep(forTimeInterval: 0.2) }
+        if line == "bob: bye" {
+          finish.value?.finish()
+          Thread.sleep(forTimeInterval: 0.3)
+        }
+      })
+    finish.withLock { $0 = alice.input }
+    defer { alice.run.cancel() }
+    try await alice.joins(server)
+    _ = await eventually(within: .seconds(3)) { alice.printed.value.count >= greeting.count }
+    let printed = alice.printed.value
+
+    let bob = try await join(server, as: "bob")
+    try await bob.say("bye")
+    try await alice.end(
+      "runReconnectingChat(…) after its input ended",
+      hint: "at the end of the input, stop the other side (cancel the task group's children), "
+        + "hang up, and return")
+    #expect(
+      alice.printedLate.value.isEmpty,
+      Comment(
+        rawValue: "it was still printing \(alice.printedLate.value) when runReconnectingChat(…) "
+          + "had already returned: the command's work was not over when it said it was"))
+    #expect(
+      Array(printed.prefix(greeting.count)) == greeting,
+      Comment(
+        rawValue: "the server sent 20 lines, one after another, and runReconnectingChat(…) "
+          + "printed \(printed.prefix(greeting.count)): the first took a while to print, and "
+          + "the others overtook it, so a reader sees them out of order; print each line "
+          + "before the next, in the order they came"))
+  }
+
+  @Test("Cancelling it while a try waits for its welcome hangs up that try and ends it")
+  func cancelledWhileTrying() async throws {
+    let server = try startedServer()
+    let port = server.port
+    let alice = Chat("alice", port: port)
+    defer {
+      alice.run.cancel()
+      server.stop()
+    }
+    try await alice.joins(server)
+    server.stop()
+    try await alice.waitsToReconnect("after the server went away")
+    // The next try reaches a listener that never says welcome.
+    var silent: SilentListener?
+    let listening = await eventually {
+      silent = try? SilentListener(port: port)
+      return silent != nil
+    }
+    try #require(listening, "the test could not listen on port \(port) again")
+    alice.clock.advance(by: policy.firstDelay)
+    _ = await eventually { silent?.peerConnected() == true }
+
+    alice.run.cancel()
+    try? await alice.end(
+      "runReconnectingChat(…) cancelled while a try waited for its welcome",
+      hint: "cancelling the command must end the try in progress: connect with your 8.1 bridge, "
+        + "whose cancellation reaches the socket")
+    await eventually(
+      "the try in progress to hang up once runReconnectingChat(…) was cancelled (cancelling must reach the socket)"
+    ) {
+      silent?.peerHungUp() == true
+    }
+    #expect(
+      alice.inputTerminated.value,
       "after a cancelled runReconnectingChat(…) ended, the task reading its input still ran")
   }
 }
