@@ -281,4 +281,23 @@ struct ReadingAPipeTests {
         "the readabilityHandler is still set after the task was cancelled: remove it in the "
           + "continuation's onTermination"))
   }
+
+  @Test("A slow loop gets every one of 300 lines that arrive in one read")
+  func everyLineOfABigRead() async throws {
+    let expected = (1...300).map { "line \($0)" }
+    let feed = Feed()
+    // One write, so one read hands the handler all 300 lines at once, faster than any loop
+    // can take them.
+    let lines = try await feed.read([expected.map { $0 + "\n" }.joined()]).lines
+    // A line that is not one of these, or a line twice: the other tests say what is wrong.
+    guard Set(lines).isSubset(of: expected), Set(lines).count == lines.count else { return }
+
+    #expect(
+      lines == expected,
+      """
+      300 lines arrived in one read and the loop got \(lines.count) of them: the stream \
+      promises every line of the output, in order, even to a loop that reads slower than the \
+      pipe delivers; a log or a parser fed by it silently skips lines
+      """)
+  }
 }
