@@ -108,4 +108,24 @@ struct FindTheLeakTests {
     #expect(service.accountRequests == 2)
     #expect(service.avatarRequests == 2)
   }
+
+  @Test("Waiting for a slow avatar server suspends instead of holding a thread")
+  func slowAvatarDoesNotBlock() async throws {
+    // The avatar server answers after 2.5 s: long enough that a thread held while waiting
+    // for it (a semaphore, a group's wait) is noticed by the deadline's pool check.
+    let service = Self.makeService(script: .later(.milliseconds(2500)))
+
+    let card = try await withDeadline(
+      .seconds(10), "loadProfileCard(id:from:)",
+      hint: """
+        the avatar helper holds a thread of the concurrency pool while it waits for the \
+        server; a helper that waits must suspend on a continuation, so the thread can run \
+        other tasks (a service that answers on the waiting thread would never answer)
+        """
+    ) {
+      try await loadProfileCard(id: Self.ada.id, from: service)
+    }
+
+    #expect(card == ProfileCard(name: "Ada", avatar: Self.portrait))
+  }
 }
