@@ -1,3 +1,4 @@
+import Foundation
 import LegacyKit
 import Testing
 import WorkbookTesting
@@ -86,5 +87,30 @@ struct PerformQueueTests {
 
     #expect(titles == [["one"], ["two"]])
     #expect(first.offQueueAccesses + second.offQueueAccesses == 0, offQueueMessage(first))
+  }
+}
+
+extension PerformQueueTests {
+  @Test(
+    "A perform block busy for 2.5 s blocks no thread of the pool while the actor waits its turn")
+  func waitsWithoutBlocking() async throws {
+    let context = RecordContext()
+    let store = NoteStore(context: context)
+
+    // The queue is busy with an earlier block (a slow save, a big import) for 2.5 s.
+    context.perform {
+      Thread.sleep(forTimeInterval: 2.5)
+      context.insert("saved")
+    }
+    let titles = try await withDeadline(
+      .seconds(6), "add(_:) behind a 2.5 s perform block", hint: hint
+    ) {
+      _ = await store.add("milk")
+      return await store.titles()
+    }
+
+    #expect(
+      titles == ["saved", "milk"],
+      "the actor's job must run after the block queued before it, on the same queue")
   }
 }
