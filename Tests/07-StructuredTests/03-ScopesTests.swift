@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import WorkbookTesting
 
@@ -228,5 +229,40 @@ struct ScopesTests {
     #expect(kept.runningCount == 1)
     kept.cancel()
     await eventually("the other scope's task to end") { keptProbe.endedCancelled.value == 1 }
+  }
+}
+
+extension ScopesTests {
+  @Test("A cancellation handler of the work may ask the scope how many tasks run: cancel() returns")
+  func handlerMayAskTheScope() async throws {
+    let scope = TaskScope()
+    let waiting = Locked(false)
+    let counted = Locked<Int?>(nil)
+    scope.launch {
+      await withTaskCancellationHandler {
+        waiting.withLock { $0 = true }
+        try? await Task.sleep(for: .seconds(10))
+      } onCancel: {
+        // Work that logs what is left when it is cancelled, as a progress screen would.
+        counted.withLock { $0 = scope.runningCount }
+      }
+    }
+    try #require(await eventually { waiting.value }, "the launched work never started")
+
+    // On a thread of its own: a cancel() stuck for good must not take the test with it.
+    let returned = Locked(false)
+    Thread {
+      scope.cancel()
+      returned.withLock { $0 = true }
+    }.start()
+
+    #expect(
+      await eventually { returned.value && counted.value != nil },
+      """
+      cancel() did not return: Task.cancel() runs the task's cancellation handlers at once, \
+      on the thread that calls it, and this handler asked the scope for runningCount, which \
+      waits for the scope's lock, while cancel() was holding that very lock. Code the scope \
+      calls out to (a task's cancellation) must not run while the scope is locked
+      """)
   }
 }
