@@ -192,4 +192,24 @@ struct KeepBothAPIsTests {
     case .failure(let error): "\(error)"
     }
   }
+
+  @Test("The async API suspends while a slow station answers, holding no thread")
+  func slowStationDoesNotBlock() async throws {
+    // The station answers after 2.5 s: long enough that a thread held while waiting for it
+    // (a group's wait, a semaphore, in this task or in a detached one) is noticed.
+    let station = WeatherStation(readings: Self.readings, script: .later(.milliseconds(2500)))
+
+    let reading = try await withDeadline(
+      .seconds(10), "currentReading(for:)",
+      hint: """
+        currentReading(for:) holds a thread of the concurrency pool while the station \
+        works; moving the wait into another task still holds a thread, so suspend on a \
+        continuation instead
+        """
+    ) {
+      try await station.currentReading(for: "Perth")
+    }
+
+    #expect(reading == WeatherReading(city: "Perth", celsius: 31.25))
+  }
 }
