@@ -202,6 +202,27 @@ struct RunningProcessesTests {
       """)
   }
 
+  @Test("run() holds no thread of the concurrency pool, in any task, while a program runs")
+  func holdsNoPoolThreadWhileRunning() async throws {
+    let runner = WatchedRunner().runner
+
+    // The program runs 2.5 s: a thread of the pool held while it waits for the exit
+    // (waitUntilExit() in a detached task, too) is noticed by the deadline's pool check.
+    let status = try await withDeadline(
+      .seconds(10), "run(/bin/sh -c sleep 2.5; echo done)",
+      hint: """
+        run() holds a thread of the concurrency pool while the program runs; waiting for \
+        the exit in another task still holds one of the pool's few threads, so suspend \
+        until the terminationHandler resumes you
+        """
+    ) {
+      try await runner.run(Self.shell, arguments: ["-c", "sleep 2.5; echo done"])
+    }
+
+    #expect(status.code == 0, "code must be the program's terminationStatus")
+    #expect(status.output == "done\n", "output must hold everything it wrote to stdout")
+  }
+
   @Test("A program killed by a signal reports the signal")
   func killedBySignal() async throws {
     let status = try await run(WatchedRunner(), Self.shell, ["-c", "kill -KILL $$"])
