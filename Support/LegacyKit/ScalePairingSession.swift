@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A smart scale that has been paired with the phone.
 public struct PairedScale: Equatable, Sendable, CustomStringConvertible {
@@ -257,32 +258,33 @@ public final class ScalePairingSession: @unchecked Sendable {
   }
 
   /// Makes both reports at once, each on a thread of its own, and returns when both have.
-  private func reportAtOnce(_ reports: () -> Void...) {
-    let box = UncheckedSendable(reports)
-    let started = DispatchSemaphore(value: 0)
-    let go = DispatchSemaphore(value: 0)
-    let finished = DispatchGroup()
-    for index in reports.indices {
-      finished.enter()
-      Thread.detachNewThread { [self] in
+  private func reportAtOnce(_ first: @escaping () -> Void, _ second: @escaping () -> Void) {
+    // Each thread registers as reporting before either reports, so that the delegate
+    // accessors know to hold it.
+    Self.reporters.report(
+      { [self] in
         raceCondition.lock()
         racers[ObjectIdentifier(Thread.current)] = .reporting
         raceCondition.unlock()
-        started.signal()
-        go.wait()
-        box.value[index]()
-        step(to: .done)
-        finished.leave()
-      }
-    }
-    // Both threads are registered before either reports.
-    for _ in reports { started.wait() }
-    for _ in reports { go.signal() }
-    finished.wait()
+      },
+      [
+        { [self] in
+          first()
+          step(to: .done)
+        },
+        { [self] in
+          second()
+          step(to: .done)
+        },
+      ])
     raceCondition.lock()
     racers = [:]
     raceCondition.unlock()
   }
+
+  /// The two threads every session reports at once on: kept for the life of the process,
+  /// so that a test can race thousands of pairings without starting threads.
+  private static let reporters = ReportingPair()
 
   /// Records how far the calling racer has got, and wakes the others.
   private func step(to step: RaceStep) {
@@ -314,5 +316,67 @@ public final class ScalePairingSession: @unchecked Sendable {
     if pairing == number { pairing = 0 }
     lock.unlock()
     return delegateIfStillPairing(number)
+  }
+}
+
+/// Two threads that make two reports at the same instant: each spins at a start line until
+/// the other is there, then waits a random few hundred nanoseconds more, so that which
+/// report comes first, and by how much, varies from one pairing to the next.
+private final class ReportingPair: @unchecked Sendable {
+  // @unchecked: `work`, `round` and `finished` are guarded by `condition`.
+  private let condition = NSCondition()
+  private var work: [(register: () -> Void, report: () -> Void)] = []
+  private var round = 0
+  private var finished = 0
+  /// How many reporters have reached the start line, over all rounds.
+  private let arrived = Atomic(0)
+  private let serial = NSLock()
+
+  init() {
+    for index in 0..<2 {
+      let thread = Thread { [self] in serve(index) }
+      thread.name = "ScalePairingSession reporter \(index + 1)"
+      thread.start()
+    }
+  }
+
+  /// On thread `i`: `register`, then, once both have registered, `reports[i]`; returns
+  /// when both reports have returned.
+  func report(_ register: @escaping () -> Void, _ reports: [() -> Void]) {
+    serial.lock()
+    defer { serial.unlock() }
+    condition.lock()
+    work = reports.map { (register, $0) }
+    finished = 0
+    round += 1
+    condition.broadcast()
+    while finished < reports.count { condition.wait() }
+    condition.unlock()
+  }
+
+  private func serve(_ index: Int) {
+    var seen = 0
+    while true {
+      condition.lock()
+      while round == seen { condition.wait() }
+      seen = round
+      let mine = work[index]
+      condition.unlock()
+      mine.register()
+      arrived.add(1, ordering: .sequentiallyConsistent)
+      let deadline = Date(timeIntervalSinceNow: 1)
+      var spins = 0
+      while arrived.load(ordering: .sequentiallyConsistent) < seen * 2 {
+        spins += 1
+        if spins % 4_096 == 0 && Date() >= deadline { break }
+      }
+      // Each round an atomic load, so that the compiler keeps the loop.
+      for _ in 0..<Int.random(in: 0...600) { _ = arrived.load(ordering: .relaxed) }
+      mine.report()
+      condition.lock()
+      finished += 1
+      condition.broadcast()
+      condition.unlock()
+    }
   }
 }

@@ -40,3 +40,44 @@ public final class StartLine: Sendable {
     for _ in 0..<Int.random(in: jitter) { _ = arrived.load(ordering: .relaxed) }
   }
 }
+
+/// Runs `body` when no other stress test of this process is running one, so that two of
+/// them (each spinning two threads of its own) do not fight over the cores: the tests of a
+/// suite run at the same time, and a stress that cannot get its threads onto the cores
+/// together races nothing.
+public func withOneStressAtATime<T>(_ body: () async throws -> T) async throws -> T {
+  await StressLane.shared.enter()
+  do {
+    let value = try await body()
+    await StressLane.shared.leave()
+    return value
+  } catch {
+    await StressLane.shared.leave()
+    throw error
+  }
+}
+
+/// The queue of stress tests waiting for their turn.
+private actor StressLane {
+  static let shared = StressLane()
+
+  private var busy = false
+  private var waiting: [CheckedContinuation<Void, Never>] = []
+
+  func enter() async {
+    guard busy else {
+      busy = true
+      return
+    }
+    // Handed the turn by `leave()`, which keeps `busy` set for us.
+    await withCheckedContinuation { waiting.append($0) }
+  }
+
+  func leave() {
+    if waiting.isEmpty {
+      busy = false
+    } else {
+      waiting.removeFirst().resume()
+    }
+  }
+}

@@ -100,7 +100,7 @@ private func expectPaired(
 /// | cancelled on the scale | `PairingCancelled`: `cancelledOnTheScale` | — | — | — |
 /// | cancelled by the app (`session.cancel()`) | `PairingCancelled`: `cancelledByTheApp` | started at once: `cancelledByTheApp` | — | — |
 /// | each outcome repeated; pairs then fails | the first outcome, once: `answersOnce` | — | — | — |
-/// | pairs as the app cancels, on two threads at once | the scale or `PairingCancelled`, once: `pairsAsTheAppCancels` | — | — | the two reports overlap: `pairsAsTheAppCancels` |
+/// | pairs as the app cancels, on two threads at once | the scale or `PairingCancelled`, once: `pairsAsTheAppCancels`, round after round: `pairsAsTheAppCancelsAgainAndAgain` | — | — | the two reports overlap, held in the delegate accessors: `pairsAsTheAppCancels`; released together with random offsets: `pairsAsTheAppCancelsAgainAndAgain` |
 /// | slow scale | the scale: `keepsTheDelegateAlive`, `slowScale` | the delegate outlives the wait (held weakly by the session): `keepsTheDelegateAlive` | — | suspends on the reporting thread: `suspendsWhileWaiting`; 2.5 s blocks no thread: `slowScale` |
 /// | paired again on the same session | each pairing its own outcome: `pairsAgain` | three starts: `pairsAgain` | — | — |
 /// | two pairings at once on one session | — the session pairs one at a time, by its contract | | | |
@@ -247,6 +247,47 @@ struct ScalePairingTests {
         pairScale threw \(error); the scale paired as the app cancelled, so it must return the \
         scale or throw PairingCancelled(), whichever report it took first
         """)
+    }
+  }
+
+  @Test(
+    "Round after round, the scale pairing as the app cancels on two threads at once: one answer each time"
+  )
+  func pairsAsTheAppCancelsAgainAndAgain() async throws {
+    // The two reports are released together, each after a random few hundred nanoseconds,
+    // so that every interleaving of the two comes up, down to a gap of a few nanoseconds
+    // between taking the waiting caller and marking it answered: the rounds go on for a
+    // while (seconds in the long form), 100 pairings to a deadline.
+    let budget = stressAmount(grading: Duration.milliseconds(300), verify: .seconds(3))
+    let session = ScalePairingSession(
+      outcome: .pairsAsTheAppCancels(scale), script: .synchronously)
+    let clock = ContinuousClock()
+    let start = clock.now
+
+    while clock.now - start < budget {
+      let outcomes = try await withDeadline(
+        .seconds(5), "pairScale(_:code:progress:), 100 pairings as the app cancels",
+        hint: "\(pairHint); \(cancelHint)"
+      ) {
+        var outcomes: [Result<PairedScale, any Error>] = []
+        for _ in 0..<100 {
+          outcomes.append(await Result { try await pairScale(session, code: code) { _ in } })
+        }
+        return outcomes
+      }
+      let wrong = outcomes.first { outcome in
+        switch outcome {
+        case .success(let paired): paired != scale
+        case .failure(let error): !(error is PairingCancelled)
+        }
+      }
+      guard let wrong else { continue }
+      Issue.record(
+        """
+        pairScale ended with \(wrong); the scale paired as the app cancelled, so it must \
+        return the scale or throw PairingCancelled(), whichever report it took first
+        """)
+      return
     }
   }
 

@@ -208,74 +208,123 @@ struct AvatarCacheTests {
 
   @Test("Two callers arriving at the very same moment share one download, round after round")
   func simultaneousCallersShareOneDownload() async throws {
-    // Two threads of their own, released together, each after a random few hundred
-    // nanoseconds: a lookup and a claim made in two separate steps leave a gap that one of
-    // them lands in, in a good share of the rounds. Each round asks for a user of its own.
-    let rounds = stressAmount(grading: 200, verify: 1_000)
+    // Two callers on threads of their own, released together each round, each after a
+    // random few hundred nanoseconds: a lookup and a claim made in two separate steps leave
+    // a gap that one of them lands in, in a share of the rounds that depends on how busy
+    // the machine is. So the rounds go on for a while (seconds in the long form), each for
+    // a user of its own, 50 to a batch; each caller runs a whole batch, so that both
+    // threads stay busy from one round to the next.
+    let budget = stressAmount(grading: Duration.milliseconds(500), verify: .seconds(4))
     let loader = FakeLoader(.synchronously)
     let cache = AvatarCache(loader: loader)
     let (left, right) = (OneThreadExecutor(), OneThreadExecutor())
+    try await withOneStressAtATime {
+      try await callersArriveTogether(cache, loader, on: (left, right), for: budget)
+    }
+  }
 
-    for round in 0..<rounds {
-      let user = "user\(round)"
-      let line = StartLine(parties: 2)
-      let callers = [left, right].map { executor in
-        Task(executorPreference: executor) {
-          line.go()
-          return try await cache.avatar(for: user)
+  /// The rounds of ``simultaneousCallersShareOneDownload()``, until `budget` has passed or
+  /// two downloads start for one user.
+  private func callersArriveTogether(
+    _ cache: AvatarCache, _ loader: FakeLoader,
+    on executors: (OneThreadExecutor, OneThreadExecutor), for budget: Duration
+  ) async throws {
+    let (left, right) = executors
+    let clock = ContinuousClock()
+    let start = clock.now
+
+    var rounds = 0
+    while clock.now - start < budget {
+      let first = rounds
+      let lines = (0..<50).map { _ in StartLine(parties: 2) }
+      rounds += lines.count
+      // Generous: on a busy machine each round may wait for both threads to get a core.
+      try await withDeadline(
+        .seconds(10), "avatar(for:) from two callers at once, 50 rounds", hint: valueHint
+      ) {
+        let callers = [left, right].map { executor in
+          Task(executorPreference: executor) {
+            for (offset, line) in lines.enumerated() {
+              line.go(jitter: 0...600)
+              _ = try? await cache.avatar(for: "user\(first + offset)")
+            }
+          }
         }
+        for caller in callers { await caller.value }
       }
-      _ = try await results(of: callers, hint: valueHint)
-      let downloads = loader.downloads(of: user)
-      guard downloads == 1 else {
-        Issue.record(
-          """
-          two callers asked for \(user)'s avatar at the same moment and \(downloads) \
-          downloads started (round \(round + 1)): both found no entry before either had \
-          claimed it. Looking for the entry and claiming it must be one step, so that of two \
-          callers arriving together exactly one starts the download
-          """)
-        return
-      }
+      guard loader.downloads() > rounds else { continue }
+      let user = (first..<rounds).map { "user\($0)" }.first { loader.downloads(of: $0) > 1 }
+      Issue.record(
+        """
+        two callers asked for \(user ?? "one user")'s avatar at the same moment and two \
+        downloads started: both found no entry before either had claimed it. Looking for the \
+        entry and claiming it must be one step, so that of two callers arriving together \
+        exactly one starts the download
+        """)
+      return
     }
   }
 
   @Test("A caller cancelled at any moment as it begins to wait stops at once, round after round")
   func cancelledAsItBeginsToWait() async throws {
     // One download, pending throughout. Each round, a caller on a thread of its own joins
-    // it, and another thread cancels that caller at a random moment of its first few
-    // microseconds: before it waits, as it starts to wait, or once it waits. Whichever,
-    // the caller must stop at once with CancellationError.
-    let rounds = stressAmount(grading: 100, verify: 300)
+    // it, and a second thread, released with it, cancels it a random few microseconds
+    // later: before it waits, as it starts to wait, or once it waits. Whichever, the caller
+    // must stop at once with CancellationError. (A gap of a few nanoseconds, between a
+    // caller's last look at cancellation and the lock it stores its continuation under, is
+    // beyond the reach of such a race; the hints say how to leave no gap at all.)
+    let budget = stressAmount(grading: Duration.milliseconds(200), verify: .seconds(1))
     let loader = FakeLoader()
     let cache = AvatarCache(loader: loader)
     let starter = caller(cache, "ada")
     _ = await eventually(within: .seconds(2)) { loader.downloads() >= 1 }
-    let (callers, cancellers) = (OneThreadExecutor(), OneThreadExecutor())
-
-    for round in 0..<rounds {
-      let line = StartLine(parties: 2)
-      let waiter = Task(executorPreference: callers) {
-        line.go(jitter: 0...0)
-        return try await cache.avatar(for: "ada")
-      }
-      Task(executorPreference: cancellers) {
-        line.go(jitter: 0...8_000)
-        waiter.cancel()
-      }
-      let outcome = try await withDeadline(
-        .seconds(2), "avatar(for:) cancelled as it began to wait (round \(round + 1))",
-        hint: cancelHint
-      ) {
-        await waiter.result
-      }
-      if case .success(let avatar) = outcome {
-        Issue.record("a cancelled caller got \(avatar) before the download had ended")
-        break
-      }
+    let executors = (OneThreadExecutor(), OneThreadExecutor())
+    try await withOneStressAtATime {
+      try await cancelsAsCallersBeginToWait(cache, on: executors, for: budget)
     }
     loader.finishAll()
     _ = try await results(of: [starter], hint: valueHint)
+  }
+
+  /// The rounds of ``cancelledAsItBeginsToWait()``, until `budget` has passed or a
+  /// cancelled caller is left waiting.
+  private func cancelsAsCallersBeginToWait(
+    _ cache: AvatarCache, on executors: (OneThreadExecutor, OneThreadExecutor),
+    for budget: Duration
+  ) async throws {
+    let (callers, cancellers) = executors
+    let clock = ContinuousClock()
+    let start = clock.now
+
+    while clock.now - start < budget {
+      let lines = (0..<50).map { _ in StartLine(parties: 2) }
+      let waiters = lines.map { line in
+        Task(executorPreference: callers) {
+          line.go(jitter: 0...0)
+          return try await cache.avatar(for: "ada")
+        }
+      }
+      let canceller = Task(executorPreference: cancellers) {
+        for (line, waiter) in zip(lines, waiters) {
+          line.go(jitter: 0...8_000)
+          waiter.cancel()
+        }
+      }
+      // Each round of the canceller's ends (a start line gives up after a second), however
+      // busy the machine; only then is every caller cancelled, and each must stop at once.
+      await canceller.value
+      let outcomes = try await withDeadline(
+        .seconds(2), "avatar(for:) cancelled as it began to wait", hint: cancelHint
+      ) {
+        var outcomes: [Result<Avatar, any Error>] = []
+        for waiter in waiters { outcomes.append(await waiter.result) }
+        return outcomes
+      }
+      if let kept = outcomes.first(where: { (try? $0.get()) != nil }) {
+        Issue.record("a cancelled caller got \(kept) before the download had ended")
+        return
+      }
+    }
   }
 
   @Test("Different users are downloaded at the same time")
