@@ -86,12 +86,12 @@ struct SensorFeedTests {
     // in a task of its own, and the test waits for it to end, so that a loop that never
     // ends is reported with what the sensor did meanwhile.
     let sensor = VibrationSensor(
-      runs: [.init(readings: 300, then: .finished)], sendsRunInsideStart: true)
+      runs: [.init(readings: 300, then: .finished)], interval: .zero, sendsRunInsideStart: true)
     let log = EventLog<Int>()
     let loopEnded = Locked(false)
 
     let ended = try await withDeadline(
-      .seconds(4), "for try await reading in vibrations(…)", hint: endHint
+      .seconds(5), "for try await reading in vibrations(…)", hint: endHint
     ) {
       let reader = Task {
         defer { loopEnded.withLock { $0 = true } }
@@ -100,7 +100,7 @@ struct SensorFeedTests {
         }
         log.close()
       }
-      let ended = await eventually(within: .seconds(2)) { loopEnded.value }
+      let ended = await eventually(within: .seconds(3)) { loopEnded.value }
       if !ended { reader.cancel() }
       return ended
     }
