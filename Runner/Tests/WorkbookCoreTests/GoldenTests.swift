@@ -29,10 +29,7 @@ struct GoldenTests {
     #expect(result.status == 1)
     try Self.compare(result.stdout, golden: "check.txt")
     // Without a terminal, only a long wait prints (plain progress lines); nothing else.
-    let other = result.stderr.split(separator: "\n").filter {
-      !$0.hasPrefix("building ") && !$0.hasPrefix("grading ")
-    }
-    #expect(other.isEmpty)
+    #expect(withoutProgressLines(result.stderr).isEmpty)
     // The progress file now has every verdict.
     let progress = ProgressStore(root: Self.work).load { _ in Issue.record("unexpected notice") }
     #expect(progress["1.5"].verdict == .crashed)
@@ -127,7 +124,8 @@ struct GoldenTests {
       Issue.record("workbook \(arguments) ended with \(outcome.termination)")
       return Result(status: -1, stdout: outcome.stdout, stderr: outcome.stderr)
     }
-    return Result(status: status, stdout: outcome.stdout, stderr: outcome.stderr)
+    return Result(
+      status: status, stdout: outcome.stdout, stderr: withoutProgressLines(outcome.stderr))
   }
 
   /// The `workbook` built next to this test bundle.

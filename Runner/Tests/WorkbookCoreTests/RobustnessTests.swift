@@ -220,7 +220,8 @@ struct RobustnessTests {
       Issue.record("workbook \(arguments) ended with \(outcome.termination)")
       return GoldenTests.Result(status: -1, stdout: outcome.stdout, stderr: outcome.stderr)
     }
-    return GoldenTests.Result(status: status, stdout: outcome.stdout, stderr: outcome.stderr)
+    return GoldenTests.Result(
+      status: status, stdout: outcome.stdout, stderr: withoutProgressLines(outcome.stderr))
   }
 
   static func writeProgress(_ data: Data) throws {
