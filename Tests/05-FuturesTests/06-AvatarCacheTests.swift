@@ -277,7 +277,10 @@ struct AvatarCacheTests {
     let loader = FakeLoader()
     let cache = AvatarCache(loader: loader)
     let starter = caller(cache, "ada")
-    _ = await eventually(within: .seconds(2)) { loader.downloads() >= 1 }
+    guard await eventually(within: .seconds(2), { loader.downloads() >= 1 }) else {
+      Issue.record("avatar(for:) never started a download: \(await starter.result)")
+      return
+    }
     let executors = (OneThreadExecutor(), OneThreadExecutor())
     try await withOneStressAtATime {
       try await cancelsAsCallersBeginToWait(cache, on: executors, for: budget)
@@ -465,7 +468,10 @@ struct AvatarCacheTests {
     // its callers.
     let probe = ResumeProbeExecutor()
     let first = Task(executorPreference: probe) { try await cache.avatar(for: "ada") }
-    _ = await eventually(within: .seconds(2)) { loader.downloads() >= 1 }
+    guard await eventually(within: .seconds(2), { loader.downloads() >= 1 }) else {
+      Issue.record("avatar(for:) never started a download: \(await first.result)")
+      return
+    }
 
     let completer = Locked<ObjectIdentifier?>(nil)
     let again = Locked<Task<Avatar, any Error>?>(nil)
