@@ -21,6 +21,10 @@ final class RaceAimer: Sendable {
   /// How long after the due time the anchor holds the learner's thread (nanoseconds): the
   /// value that is tuned.
   private let hold: Atomic<Int>
+  /// The last outcome, and how many rounds in a row it came: the hold moves faster the
+  /// longer the outcome stays the same, so it finds the flip from far away, and slows down
+  /// to the smallest step once it flips back and forth there.
+  private let streak = Mutex<(actionCameFirst: Bool, rounds: Int)>((false, 0))
   private let stopped = Atomic(false)
   private let processors: (learner: Int, aimer: Int)?
 
@@ -45,7 +49,9 @@ final class RaceAimer: Sendable {
   /// this thread until the tuned time after it, and lets the learner's code go on.
   func anchor(fire action: @escaping @Sendable () -> Void) {
     let previous = processors.flatMap { Affinity.pinCurrentThread(to: $0.learner) }
-    defer { previous.map(Affinity.restoreCurrentThread) }
+    // The thread's processors are given back before the final wait, so that nothing slow
+    // comes between the release and the learner's next step.
+    previous.map(Affinity.restoreCurrentThread)
     let fireAt = Self.now() + Self.lead
     let release = fireAt + hold.load(ordering: .relaxed) + Int.random(in: -Self.step...Self.step)
     self.action.withLock { $0 = action }
@@ -57,10 +63,16 @@ final class RaceAimer: Sendable {
   /// too early to find the gap), `false` when the action found the learner's step done (too
   /// late). The next round aims a little the other way.
   func learn(actionCameFirst: Bool) {
+    let rounds = streak.withLock { streak in
+      streak.rounds = streak.actionCameFirst == actionCameFirst ? streak.rounds + 1 : 0
+      streak.actionCameFirst = actionCameFirst
+      return streak.rounds
+    }
+    let move = Self.step << min(rounds / 2, 8)
     if actionCameFirst {
-      hold.subtract(Self.step, ordering: .relaxed)
+      hold.subtract(move, ordering: .relaxed)
     } else {
-      hold.add(Self.step, ordering: .relaxed)
+      hold.add(move, ordering: .relaxed)
     }
   }
 
@@ -80,6 +92,76 @@ final class RaceAimer: Sendable {
   }
 
   private static func now() -> Int {
+    var time = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &time)
+    return time.tv_sec * 1_000_000_000 + time.tv_nsec
+  }
+}
+
+/// Makes two threads race from the same instant: each, at a step the test can see (its
+/// anchor), waits for the other, and both go on at a shared time, the second party `lag`
+/// nanoseconds later (or earlier, when negative); after each round the lag moves toward the
+/// point where the outcome flips, as ``RaceAimer``'s hold does. For two copies of the same
+/// code (two streams of one client, say), whose gap between a check and its act then meet.
+final class Rendezvous: Sendable {
+  private let arrived = Atomic(0)
+  private let startAt = Atomic(0)
+  private let lag = Atomic(0)
+  private let streak = Mutex<(secondCameFirst: Bool, rounds: Int)>((false, 0))
+  private let processors: [Int]
+
+  /// How long the parties wait for each other before going on alone, in nanoseconds.
+  private static let patience = 50_000_000
+  private static let lead = 2_000
+  private static let step = 8
+
+  init() {
+    let allowed = Affinity.allowedProcessors()
+    processors = allowed.count >= 2 ? Array(allowed.prefix(2)) : []
+  }
+
+  /// Readies the next round.
+  func reset() {
+    arrived.store(0, ordering: .sequentiallyConsistent)
+    startAt.store(0, ordering: .sequentiallyConsistent)
+  }
+
+  /// On a party's thread, at its anchor: `party` is 0 or 1.
+  func arrive(as party: Int) {
+    let previous = processors.isEmpty ? nil : Affinity.pinCurrentThread(to: processors[party])
+    let (_, count) = arrived.add(1, ordering: .sequentiallyConsistent)
+    if count == 2 {
+      startAt.store(now() + Self.lead, ordering: .sequentiallyConsistent)
+    }
+    let giveUp = now() + Self.patience
+    var start = startAt.load(ordering: .sequentiallyConsistent)
+    while start == 0, now() < giveUp {
+      start = startAt.load(ordering: .sequentiallyConsistent)
+    }
+    // The thread's processors are given back before the final wait, so that nothing slow
+    // comes between the release and the learner's next step.
+    previous.map(Affinity.restoreCurrentThread)
+    guard start != 0 else { return }
+    let release = start + (party == 1 ? lag.load(ordering: .relaxed) : 0)
+    while now() < release {}
+  }
+
+  /// What the round showed: whether the second party's act came first.
+  func learn(secondCameFirst: Bool) {
+    let rounds = streak.withLock { streak in
+      streak.rounds = streak.secondCameFirst == secondCameFirst ? streak.rounds + 1 : 0
+      streak.secondCameFirst = secondCameFirst
+      return streak.rounds
+    }
+    let move = (Self.step << min(rounds / 2, 8)) + Int.random(in: 0...Self.step)
+    if secondCameFirst {
+      lag.add(move, ordering: .relaxed)
+    } else {
+      lag.subtract(move, ordering: .relaxed)
+    }
+  }
+
+  private func now() -> Int {
     var time = timespec()
     clock_gettime(CLOCK_MONOTONIC, &time)
     return time.tv_sec * 1_000_000_000 + time.tv_nsec

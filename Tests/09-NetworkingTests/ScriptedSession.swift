@@ -76,6 +76,9 @@ final class OfflineDataTask: URLSessionDataTask, @unchecked Sendable {
     super.init()
   }
 
+  /// Whether the task was completed (or cancelled) already.
+  var isCompleted: Bool { completion.withLock { $0 == nil } }
+
   /// Whether the first `cancel()` came on the thread that called `resume()` (the learner's
   /// own call saw the cancel), on another one (a cancellation handler did), or never.
   var cancelledByResumer: Bool? { threads.withLock { $0.cancelledByResumer } }
@@ -83,6 +86,16 @@ final class OfflineDataTask: URLSessionDataTask, @unchecked Sendable {
   override func resume() {
     threads.withLock { $0.resumer = pthread_self() }
     onResume(self)
+  }
+
+  /// Completes the task, now and on this thread, with `body` and a response of `status`, as
+  /// though the server had answered; nothing if it was already cancelled or completed.
+  func complete(with body: String, status: Int = 200) {
+    guard let completion = completion.withLock({ $0.take() }) else { return }
+    let url = URL(string: "http://127.0.0.1/offline")!
+    let response = HTTPURLResponse(
+      url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: nil)
+    completion(Data(body.utf8), response, nil)
   }
 
   override func cancel() {
