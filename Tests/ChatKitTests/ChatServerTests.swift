@@ -274,6 +274,9 @@ struct ChatServerTests {
     await eventually("bob to hear the connection was reset", within: limit) {
       again.recorder.ends.value == [.socket(SocketError("read", code: ECONNRESET))]
     }
+    await eventually("ada to hear that bob left a second time", within: limit) {
+      ada.recorder.lines.value.filter { $0 == "* bob left" }.count == 2
+    }
     #expect(ada.recorder.lines.value.filter { $0 == "* bob left" }.count == 2)
     try await ada.send("still here")
   }

@@ -13,8 +13,13 @@ struct RunnableTimeTests {
     #expect(took >= .milliseconds(300), "the wait ended early, after \(took)")
   }
 
+  // The two tests below time the pool's own sleeps, so the pool check of the suites running
+  // beside them (which holds all of the pool's threads but one) is off while they run.
+
   @Test("A slice that wakes up late counts as little more than the slice")
-  func lateSlices() async throws {
+  func lateSlices() async throws { try await withoutPoolCheck { try await lateSlicesBody() } }
+
+  func lateSlicesBody() async throws {
     // Each slice asks for 10 ms and wakes up 200 ms later, as on a starved machine; the
     // wall-clock cap (2 s) is far enough away not to end the wait first.
     var time = RunnableTime(.milliseconds(100), slice: .milliseconds(10), capFactor: 20) {
@@ -29,7 +34,9 @@ struct RunnableTimeTests {
   }
 
   @Test("However late the slices, the wall-clock cap ends the wait")
-  func cap() async throws {
+  func cap() async throws { try await withoutPoolCheck { try await capBody() } }
+
+  func capBody() async throws {
     let clock = ContinuousClock()
     let start = clock.now
     // 100 ms of runnable time, capped at 200 ms of wall-clock time; each slice counts 20 ms
@@ -39,6 +46,8 @@ struct RunnableTimeTests {
     }
     while !time.isOver { try await time.sleepOneSlice() }
     #expect(time.counted < .milliseconds(100), "the cap should have ended it first")
-    #expect(clock.now - start < .seconds(1))
+    // Loose: what proves the cap is `counted` above; this only says the wait ended, even on
+    // a machine so busy that each 100 ms sleep takes several times as long.
+    #expect(clock.now - start < .seconds(3))
   }
 }
