@@ -255,4 +255,23 @@ struct KeepTheOldAPITests {
           + "the completion got to run, so a cancel in between was missed (and the old API "
           + "promises a completion on any thread, not one that waits for the main thread)"))
   }
+
+  @Test("A request made after another was cancelled still calls back")
+  func requestAfterACancelledOne() async throws {
+    let server = try startedServer(["/forecast/lima": .hang, "/forecast/oslo": .ok("snow")])
+    defer { server.stop() }
+    let weather = service(server, makeSession())
+    let calls = Calls([])
+
+    let cancelled = try await request(weather, "lima") { _ in }
+    #expect(await requestArrived(server, "/forecast/lima"), "the request should have been sent")
+    cancelled.cancel()
+    _ = await eventually { server.abandoned.contains("/forecast/lima") }
+    try await request(weather, "oslo") { result in calls.withLock { $0.append(result) } }
+    #expect(
+      await eventually { !calls.value.isEmpty },
+      Comment(
+        rawValue: "a request made after another one was cancelled never called back: a cancel "
+          + "belongs to its own request, and must not silence the service's later ones"))
+  }
 }

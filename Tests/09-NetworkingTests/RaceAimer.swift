@@ -105,6 +105,7 @@ final class RaceAimer: Sendable {
 /// code (two streams of one client, say), whose gap between a check and its act then meet.
 final class Rendezvous: Sendable {
   private let arrived = Atomic(0)
+  private let left = Atomic(0)
   private let startAt = Atomic(0)
   private let lag = Atomic(0)
   private let streak = Mutex<(secondCameFirst: Bool, rounds: Int)>((false, 0))
@@ -120,15 +121,23 @@ final class Rendezvous: Sendable {
     processors = allowed.count >= 2 ? Array(allowed.prefix(2)) : []
   }
 
-  /// Readies the next round.
+  /// Readies the next round; call it once every party of the last one has gone on.
   func reset() {
     arrived.store(0, ordering: .sequentiallyConsistent)
+    left.store(0, ordering: .sequentiallyConsistent)
     startAt.store(0, ordering: .sequentiallyConsistent)
+  }
+
+  /// Whether every party that arrived this round has gone on again.
+  var isOver: Bool {
+    let arrived = arrived.load(ordering: .sequentiallyConsistent)
+    return arrived > 0 && left.load(ordering: .sequentiallyConsistent) == arrived
   }
 
   /// On a party's thread, at its anchor: `party` is 0 or 1.
   func arrive(as party: Int) {
     let previous = processors.isEmpty ? nil : Affinity.pinCurrentThread(to: processors[party])
+    defer { left.add(1, ordering: .sequentiallyConsistent) }
     let (_, count) = arrived.add(1, ordering: .sequentiallyConsistent)
     if count == 2 {
       startAt.store(now() + Self.lead, ordering: .sequentiallyConsistent)

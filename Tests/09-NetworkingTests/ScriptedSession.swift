@@ -21,7 +21,7 @@ final class ScriptedSession: URLSession, @unchecked Sendable {
   // @unchecked: restated from URLSession; the properties below are `let`s of Sendable types.
 
   /// Runs once, on the thread that called `dataTask(with:completionHandler:)` (inside the
-  /// learner's call), after the data task exists and before it is returned.
+  /// learner's call), after the data task exists and before it is returned (offline too).
   let afterCreating = Locked<(@Sendable () -> Void)?>(nil)
   /// Runs once, on the session's thread, when the data task has its outcome and before the
   /// completion handler gets it.
@@ -44,7 +44,9 @@ final class ScriptedSession: URLSession, @unchecked Sendable {
   ) -> URLSessionDataTask {
     created.withLock { $0 += 1 }
     if let onResume = offline.value {
-      return OfflineDataTask(completionHandler, onResume: onResume)
+      let task = OfflineDataTask(completionHandler, onResume: onResume)
+      afterCreating.withLock { $0.take() }?()
+      return task
     }
     let beforeCompleting = beforeCompleting.withLock { $0.take() }
     let task = super.dataTask(with: url) { data, response, error in
@@ -56,9 +58,15 @@ final class ScriptedSession: URLSession, @unchecked Sendable {
   }
 }
 
-/// A data task that never touches the network: `resume()` runs the session's hook, and
+/// A data task that never touches the network: `resume()` runs the session's hook,
 /// `cancel()` completes it, once, with `URLError(.cancelled)` on another thread, as a real
-/// data task does. It remembers which thread cancelled it first.
+/// data task does, and ``complete(with:status:first:)`` completes it as a server's answer
+/// would. It remembers which thread cancelled it first.
+///
+/// Unlike a real one, it can be cancelled just after `resume()`, or just as it completes,
+/// without ever tripping FoundationNetworking (which, cancelled at those moments, now and
+/// then stops the process: "Trying to access a behaviour for a task that in not in the
+/// registry").
 final class OfflineDataTask: URLSessionDataTask, @unchecked Sendable {
   // @unchecked: restated from URLSessionTask; the properties below are `let`s of Sendable
   // types.
@@ -90,8 +98,11 @@ final class OfflineDataTask: URLSessionDataTask, @unchecked Sendable {
 
   /// Completes the task, now and on this thread, with `body` and a response of `status`, as
   /// though the server had answered; nothing if it was already cancelled or completed.
-  func complete(with body: String, status: Int = 200) {
+  /// `first` runs once the answer is in (a `cancel()` then changes nothing) and before the
+  /// completion handler gets it.
+  func complete(with body: String, status: Int = 200, first: (() -> Void)? = nil) {
     guard let completion = completion.withLock({ $0.take() }) else { return }
+    first?()
     let url = URL(string: "http://127.0.0.1/offline")!
     let response = HTTPURLResponse(
       url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: nil)
