@@ -593,7 +593,7 @@ extension InboxTests {
     let parties = Locked<[Int: pthread_t]>([:])
     let executors = [HookedExecutor(), HookedExecutor()]
     let received = Locked<[[Int]]>([[], []])
-    try await withoutPoolCheck {
+    await withoutPoolCheck {
       let listeners = (0..<2).map { party in
         Task(executorPreference: executors[party]) {
           for try await count in client.unreadCounts(every: .milliseconds(1)) {
