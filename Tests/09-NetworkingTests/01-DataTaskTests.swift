@@ -9,6 +9,22 @@ import WorkbookTesting
 import FoundationNetworking
 #endif
 
+/// The contract of `fetch(_:) async throws -> Data`, path by path, and the test that pins
+/// each cell ("—": does not apply, and why).
+///
+/// | path | result / error | released | resumes | thread, timing |
+/// | --- | --- | --- | --- | --- |
+/// | 2xx (200…299, 204 empty) | the body, unchanged: `returnsTheBody`, `everySuccessStatus` | connection kept for reuse (session's) | once | `slowAnswerDoesNotBlock`: suspends, no thread held |
+/// | 3xx, 4xx, 5xx | `BadStatus(code)`: `badStatusThrows` | — (a complete response) | once | — |
+/// | dropped, truncated | the session's `URLError`: `droppedConnectionThrows`, `truncatedBodyThrows` | server closed it | once | — |
+/// | cancel before the call | `CancellationError`, no request left open: `alreadyCancelled` | — | once | — |
+/// | cancel while the data task is created | `CancellationError`, the data task cancelled: `cancelWhileCreating` | connection closed | once | — |
+/// | cancel as the data task is stored | the data task cancelled, never lost: `cancelWhileStoring` (aimed race) | — | once | — |
+/// | cancel in flight | `CancellationError`: `cancellationReachesTheServer` | server sees the close | once | — |
+/// | cancel as the answer arrives | `CancellationError`, not the data nor `BadStatus`: `lateAnswerAfterCancel` | — | once | — |
+/// | a second call after a cancel or a failure | its own body: `callsDoNotShareState` | — | once each | — |
+/// | two calls at once, one cancelled | the other gets its body; only the cancelled one's connection closes: `callsDoNotShareState` | — | once each | — |
+/// | listener leaving, second listener | — (one call, one caller: no stream) | — | — | — |
 @Suite("9.1 Data task")
 struct DataTaskTests {
   @Test("fetch(_:) returns the body of a 200")
@@ -47,23 +63,56 @@ struct DataTaskTests {
     #expect(String(decoding: data, as: UTF8.self) == "late", "return the completion's data")
   }
 
-  @Test("A 500 or a 404 throws BadStatus with the code")
-  func badStatusThrows() async throws {
-    let server = try startedServer([
-      "/broken": .status(500, "internal error"), "/missing": .status(404, "not found"),
-    ])
+  @Test("Every status from 200 to 299 is a success: fetch(_:) returns its body")
+  func everySuccessStatus() async throws {
+    let server = try startedServer(statusRoutes(successStatuses))
     defer { server.stop() }
     let session = makeSession()
     defer { session.invalidateAndCancel() }
     let client = QuoteClient(baseURL: server.url("/"), session: session)
 
-    for (path, code) in [("/broken", 500), ("/missing", 404)] {
+    for code in successStatuses {
+      let result = await Result {
+        try await withDeadline(
+          .seconds(2), "fetch(\"/status/\(code)\")",
+          hint: "the completion's success path never resumes the continuation"
+        ) {
+          try await client.fetch("/status/\(code)")
+        }
+      }
+      switch result {
+      case .success(let data):
+        #expect(
+          String(decoding: data, as: UTF8.self) == statusBody(code),
+          "the server answered \(code) with a body: return that body, unchanged")
+      case .failure(let error):
+        Issue.record(
+          Comment(
+            rawValue: "the server answered \(code), and fetch(_:) threw \(error): every status "
+              + "from 200 to 299 is a success (201 Created, 204 No Content, 206 Partial "
+              + "Content…), not only 200, so a caller would see an error where the server "
+              + "said yes"))
+      }
+    }
+  }
+
+  @Test("A status outside 200…299 (a 3xx, a 4xx, a 5xx) throws BadStatus with its code")
+  func badStatusThrows() async throws {
+    let server = try startedServer(statusRoutes(failureStatuses))
+    defer { server.stop() }
+    let session = makeSession()
+    defer { session.invalidateAndCancel() }
+    let client = QuoteClient(baseURL: server.url("/"), session: session)
+
+    for code in failureStatuses {
+      let path = "/status/\(code)"
       let error = await #expect(
         throws: BadStatus.self,
         Comment(
           rawValue: "the server answered \(code): a \(code) is not a success, throw "
             + "BadStatus(code: \(code)) (the legacy completion reports it as a response, "
-            + "with no error, so check response.statusCode)")
+            + "with no error, so check response.statusCode; a 404 or a 304 is as much a "
+            + "failure as a 500)")
       ) {
         try await withDeadline(
           .seconds(2), "fetch(\"\(path)\")",
@@ -186,6 +235,243 @@ struct DataTaskTests {
       ) {
         try await task.value
       }
+    }
+  }
+
+  @Test("Waiting for a slow answer suspends: no thread is held meanwhile")
+  func slowAnswerDoesNotBlock() async throws {
+    // Slower than the pool check's patience (1.5 s), so code that blocks a thread of the
+    // concurrency pool while the answer is on its way is seen doing so.
+    let server = try startedServer(["/slow": .slowHeaders(.seconds(2), "worth the wait")])
+    defer { server.stop() }
+    let session = makeSession()
+    defer { session.invalidateAndCancel() }
+    let client = QuoteClient(baseURL: server.url("/"), session: session)
+
+    let data = try await withDeadline(
+      .seconds(6), "fetch(\"/slow\")",
+      hint: "the completion's success path never resumes the continuation"
+    ) {
+      try await client.fetch("/slow")
+    }
+    #expect(String(decoding: data, as: UTF8.self) == "worth the wait", "return the body")
+  }
+
+  @Test("A cancel that comes while the data task is being created still cancels it")
+  func cancelWhileCreating() async throws {
+    let server = try startedServer(["/hang": .hang])
+    defer { server.stop() }
+    // Offline data tasks: nothing answers them, and only a cancel completes them.
+    let session = ScriptedSession()
+    defer { session.invalidateAndCancel() }
+    session.offline.withLock { $0 = { _ in } }
+    let client = QuoteClient(baseURL: server.url("/"), session: session)
+    let handle = Locked<Task<Data, any Error>?>(nil)
+    // Inside fetch(_:), the moment the data task exists and before it is handed back: the
+    // task is cancelled right there.
+    session.afterCreating.withLock {
+      $0 = {
+        if withUnsafeCurrentTask(body: { $0 }) != nil {
+          withUnsafeCurrentTask { $0?.cancel() }
+        } else {
+          handle.value?.cancel()
+        }
+      }
+    }
+
+    let task = Task { try await client.fetch("/hang") }
+    handle.withLock { $0 = task }
+    if !(await eventually { session.created.value > 0 || server.requests.count > 0 }) {
+      task.cancel()
+    }
+    if session.created.value == 0 {
+      // The answer does not go through fetch(_:completion:): nothing was created to race.
+      task.cancel()
+    }
+    await #expect(
+      throws: CancellationError.self,
+      "the task was cancelled: fetch(_:) must throw CancellationError"
+    ) {
+      try await withDeadline(
+        .seconds(2), "fetch(\"/hang\"), cancelled while its data task was being created",
+        hint: "the cancel came after the data task was created and before fetch(_:) had it "
+          + "in hand, and it was lost: nothing cancelled the data task, so the request runs "
+          + "on"
+      ) {
+        try await task.value
+      }
+    }
+  }
+
+  @Test("A cancel that lands just as fetch(_:) stores its data task is never lost")
+  func cancelWhileStoring() async throws {
+    let server = try startedServer(["/hang": .hang])
+    defer { server.stop() }
+    let session = ScriptedSession()
+    defer { session.invalidateAndCancel() }
+    let client = QuoteClient(baseURL: server.url("/"), session: session)
+    // The data tasks never reach the network: each round, the task is cancelled from another
+    // thread a tuned time after the data task's resume() (see RaceAimer), so the cancel
+    // lands around the moment fetch(_:) checks for it and stores the data task. A check and
+    // a store under two separate locks lose the cancel between them within a few hundred
+    // rounds; a correct answer cancels the data task in every round.
+    let aimer = RaceAimer()
+    defer { aimer.stop() }
+    let current = Locked<Task<Data, any Error>?>(nil)
+    let dataTask = Locked<OfflineDataTask?>(nil)
+    session.offline.withLock {
+      $0 = { task in
+        dataTask.withLock { $0 = task }
+        aimer.anchor { current.value?.cancel() }
+      }
+    }
+    // The learner's call runs on a thread of its own, which the aimer can pin.
+    let executor = OneThreadExecutor()
+
+    // So many rounds, or so much time: a machine too busy to finish the rounds does fewer,
+    // which can let a gap go unseen but never fails a correct answer.
+    let rounds = stressAmount(grading: 1_500, verify: 5_000)
+    let budget: Duration = stressAmount(grading: .milliseconds(1_500), verify: .seconds(6))
+    let clock = ContinuousClock()
+    let end = clock.now + budget
+    for round in 1...rounds where clock.now < end {
+      let (go, open) = AsyncStream.makeStream(of: Void.self)
+      let task = Task(executorPreference: executor) {
+        for await _ in go { break }
+        return try await client.fetch("/hang")
+      }
+      current.withLock { $0 = task }
+      dataTask.withLock { $0 = nil }
+      open.yield()
+      if round == 1 {
+        // An answer that does not call fetch(_:completion:) creates nothing to race against.
+        guard await eventually({ session.created.value > 0 }) else {
+          task.cancel()
+          _ = await task.result
+          return
+        }
+      }
+      _ = try await withDeadline(
+        .seconds(2), "fetch(\"/hang\"), cancelled as it stored its data task (round \(round))",
+        hint: "the cancel landed just after the data task was resumed, while fetch(_:) was "
+          + "storing it, and it was lost: the cancel found no data task to cancel, and "
+          + "fetch(_:) had already looked and found no cancel, so nobody cancelled the data "
+          + "task and the request runs on"
+      ) {
+        await task.result
+      }
+      if let byLearner = dataTask.value?.cancelledByResumer {
+        aimer.learn(actionCameFirst: byLearner)
+      }
+    }
+  }
+
+  @Test("An answer that arrives just as the task is cancelled is not returned")
+  func lateAnswerAfterCancel() async throws {
+    let server = try startedServer(["/quote": .hang])
+    defer { server.stop() }
+    // Offline data tasks, which the test completes itself: the answer is in, and before the
+    // completion handler gets it, the task is cancelled.
+    let session = ScriptedSession()
+    defer { session.invalidateAndCancel() }
+    let pending = Locked<OfflineDataTask?>(nil)
+    session.offline.withLock { $0 = { task in pending.withLock { $0 = task } } }
+    let client = QuoteClient(baseURL: server.url("/"), session: session)
+
+    for (body, status) in [("too late", 200), ("internal error", 500)] {
+      pending.withLock { $0 = nil }
+      let task = Task { try await client.fetch("/quote") }
+      guard await eventually({ pending.value != nil }), let dataTask = pending.value else {
+        // The answer does not go through fetch(_:completion:): nothing to answer late.
+        task.cancel()
+        _ = await task.result
+        return
+      }
+      dataTask.complete(with: body, status: status) { task.cancel() }
+      let outcome = try await withDeadline(
+        .seconds(2), "fetch(\"/quote\"), cancelled as its answer (\(status)) arrived",
+        hint: "a completion that comes after the cancel never resumes the continuation"
+      ) {
+        await task.result
+      }
+      if case .failure(let error) = outcome, error is CancellationError { continue }
+      Issue.record(
+        Comment(
+          rawValue: "the task was cancelled before fetch(\"/quote\") returned (the answer, a "
+            + "\(status), arrived at that very moment), and fetch(_:) gave \(outcome) instead "
+            + "of throwing CancellationError: a caller that cancelled has gone away, and must "
+            + "not get a result or a server error after its cancel"))
+    }
+  }
+
+  @Test("Each call has its own data task: a cancel or a failure does not spill into another")
+  func callsDoNotShareState() async throws {
+    let server = try startedServer([
+      "/hang": .hang, "/slow": .slowHeaders(.milliseconds(300), "second"),
+      "/quote": .ok("third"), "/broken": .status(500),
+    ])
+    defer { server.stop() }
+    let session = makeSession()
+    defer { session.invalidateAndCancel() }
+    let client = QuoteClient(baseURL: server.url("/"), session: session)
+
+    // Two calls at once on one client; the first is cancelled.
+    let first = Task { try await client.fetch("/hang") }
+    let second = Task { try await client.fetch("/slow") }
+    #expect(await requestArrived(server, "/hang"), "fetch(\"/hang\") should send its request")
+    #expect(await requestArrived(server, "/slow"), "fetch(\"/slow\") should send its request")
+    first.cancel()
+    let secondOutcome = try await withDeadline(
+      .seconds(2), "fetch(\"/slow\") beside a cancelled call",
+      hint: "the call nobody cancelled never finished"
+    ) {
+      await second.result
+    }
+    if case .failure(let error) = secondOutcome {
+      Issue.record(
+        Comment(
+          rawValue: "two calls ran at once on one client and only the first was cancelled, "
+            + "but the second threw \(error): the state of one call (its data task, its "
+            + "cancel) must belong to that call, or cancelling one screen's request breaks "
+            + "another's"))
+    }
+    let firstOutcome = try await withDeadline(
+      .seconds(2), "fetch(\"/hang\") after its task was cancelled, beside another call",
+      hint: "cancelling one of two calls at once did not cancel that call's own data task: "
+        + "the cancel reached another call's task, or none"
+    ) {
+      await first.result
+    }
+    #expect(
+      throws: CancellationError.self,
+      "the first call was cancelled: it must throw CancellationError"
+    ) { try firstOutcome.get() }
+    #expect(
+      await eventually { server.abandoned.contains("/hang") },
+      "the cancelled call's request kept running: the server never saw its connection close")
+    #expect(
+      !server.abandoned.contains("/slow"),
+      "the call nobody cancelled had its request cancelled: a cancel reached the wrong data task")
+
+    // Calls after a cancelled one and after a failed one.
+    _ = await Result { try await client.fetch("/broken") }
+    let later = await Result {
+      try await withDeadline(
+        .seconds(2), "fetch(\"/quote\") after a cancelled and a failed call",
+        hint: "a call after a cancelled one never resumes"
+      ) {
+        try await client.fetch("/quote")
+      }
+    }
+    switch later {
+    case .success(let data):
+      #expect(String(decoding: data, as: UTF8.self) == "third", "return the body")
+    case .failure(let error):
+      Issue.record(
+        Comment(
+          rawValue: "a call made after one was cancelled and one failed threw \(error): a "
+            + "cancel or a failure ends that one call, and every later call must start "
+            + "afresh"))
     }
   }
 }

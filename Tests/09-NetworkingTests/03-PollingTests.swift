@@ -9,56 +9,257 @@ import WorkbookTesting
 import FoundationNetworking
 #endif
 
+/// A server answering `path` with `answers`, one per request, and then never again: a
+/// listener that leaves after them finds the next poll waiting (a request cancelled halfway,
+/// never one cancelled as it completes, which FoundationNetworking does not always survive).
+private func server(_ path: String, _ answers: [HTTPTestResponse]) throws -> HTTPTestServer {
+  let server = try startedServer()
+  server.route(path, answers + [.hang])
+  return server
+}
+
+/// Every body of `poll(url, every: interval, session: session)` until the stream ends, and
+/// the error it ended with; at most `count` bodies, and then the listener leaves, a moment
+/// later. The tests that need several polls end them with a failing answer, rather than by
+/// leaving while the next request is just being sent; the limit keeps a stream that does
+/// not end (one that takes the failing answer for a body) from holding up the test.
+private func bodiesUntilTheEnd(
+  atMost count: Int, of url: URL, every interval: Duration, session: URLSession,
+  within limit: Duration, _ operation: String
+) async throws -> (bodies: [String], error: (any Error)?) {
+  try await withDeadline(
+    limit, operation, hint: "the stream never ends: finish it (throwing) when a poll fails"
+  ) {
+    var seen: [String] = []
+    do {
+      for try await body in poll(url, every: interval, session: session) {
+        seen.append(body)
+        if seen.count == count {
+          try await Task.sleep(for: .milliseconds(30))
+          break
+        }
+      }
+      return (seen, nil)
+    } catch {
+      return (seen, error)
+    }
+  }
+}
+
+/// The first `count` bodies of `poll(url, every: interval, session: session)`, then the
+/// listener leaves, a moment later: never just as the next request is being sent (which
+/// FoundationNetworking does not always survive being cancelled at).
+private func firstBodies(
+  _ count: Int, of url: URL, every interval: Duration, session: URLSession,
+  within limit: Duration = .seconds(2), _ operation: String,
+  hint: String = "yield each body as it arrives; the stream gets nothing"
+) async throws -> [String] {
+  try await withDeadline(limit, operation, hint: hint) {
+    var seen: [String] = []
+    for try await body in poll(url, every: interval, session: session) {
+      seen.append(body)
+      if seen.count == count {
+        try await Task.sleep(for: .milliseconds(30))
+        break
+      }
+    }
+    return seen
+  }
+}
+
+/// The contract of `poll(_:every:session:)`, path by path, and the test that pins each cell
+/// ("—": does not apply, and why).
+///
+/// | path | values, end | released | order, count | thread, timing |
+/// | --- | --- | --- | --- | --- |
+/// | 2xx (200…299, 204 empty) | each body as UTF-8 text: `yieldsEachBody`, `everySuccessStatus`, `multibyteBody` | — | one value per poll, in order | first poll at once: `firstPollAtOnce`; an interval between polls, fractions of a second included: `subSecondInterval`; the wait suspends: `slowIntervalDoesNotBlock` |
+/// | 3xx, 4xx, 5xx | throws `PollFailed(status)`, no body yielded: `serverErrorEnds` | the session let go: `sessionReleased` | — | — |
+/// | refused | throws the session's `URLError`: `refusedEnds` | — | — | — |
+/// | listener breaks | no request after: `breakingStops` | the session let go: `sessionReleased` | — | — |
+/// | listener's task cancelled | the request in flight cancelled: `cancellingStopsTheRequest` | server sees the close; the session let go: `sessionReleased` | — | — |
+/// | two streams at once, one left | the other goes on polling: `twoStreamsAtOnce` | — | — | — |
+/// | second listener of one stream | — (a stream has one listener) | — | — | — |
 @Suite("9.3 Polling")
 struct PollingTests {
   @Test("Polls now and then every interval, yielding each body")
   func yieldsEachBody() async throws {
-    let server = try startedServer(["/status": .ok("green")])
+    let server = try startedServer()
+    server.route("/status", [.ok("green"), .ok("amber"), .ok("green"), .status(500, "down")])
     defer { server.stop() }
     // Not invalidated at the end: a poller that outlives its test would then trap
     // ("Session invalidated") instead of failing with a message.
     let session = makeSession()
 
-    let seen = try await withDeadline(
-      .seconds(2), "the first three polls",
-      hint: "yield each body as it arrives; the stream gets nothing"
-    ) {
-      var seen: [String] = []
-      for try await status in poll(server.url("/status"), every: .milliseconds(5), session: session)
-      {
-        seen.append(status)
-        if seen.count == 3 { break }
-      }
-      return seen
-    }
-    #expect(seen == ["green", "green", "green"], "yield each response's body, as text")
-    #expect(server.requests.count >= 3, "one request per poll")
+    let (seen, error) = try await bodiesUntilTheEnd(
+      atMost: 4, of: server.url("/status"), every: .milliseconds(5), session: session,
+      within: .seconds(2), "three polls, then a 500")
+    #expect(
+      Array(seen.prefix(3)) == ["green", "amber", "green"], "yield each response's body, as text")
+    #expect(server.requests.count >= 4, "one request per poll")
+    #expect(
+      seen.count == 3 && error as? PollFailed == PollFailed(status: 500),
+      Comment(
+        rawValue: "after three bodies the server answered 500: a 500 is not a success, end the "
+          + "stream with PollFailed(status: 500); the stream "
+          + (seen.count > 3
+            ? "yielded its body \"\(seen[3])\" instead"
+            : "ended with \(String(describing: error)) instead")))
   }
 
-  @Test("A 500 ends the stream with PollFailed")
+  @Test("A status outside 200…299 (a 3xx, a 4xx, a 5xx) ends the stream with PollFailed")
   func serverErrorEnds() async throws {
-    let server = try startedServer(["/status": .status(500, "internal error")])
+    let server = try startedServer(statusRoutes(failureStatuses))
     defer { server.stop() }
     // Not invalidated at the end: a poller that outlives its test would then trap
     // ("Session invalidated") instead of failing with a message.
     let session = makeSession()
 
-    do {
-      let body = try await withDeadline(
-        .seconds(2), "polling a server that answers 500",
-        hint: "the stream never ends: finish it (throwing) when a poll fails"
-      ) { () async throws -> String? in
-        let statuses = poll(server.url("/status"), every: .milliseconds(5), session: session)
-        for try await body in statuses { return body }
-        return nil
+    for code in failureStatuses {
+      do {
+        let body = try await withDeadline(
+          .seconds(2), "polling a server that answers \(code)",
+          hint: "the stream never ends: finish it (throwing) when a poll fails"
+        ) { () async throws -> String? in
+          let statuses = poll(
+            server.url("/status/\(code)"), every: .milliseconds(5), session: session)
+          for try await body in statuses { return body }
+          return nil
+        }
+        Issue.record(
+          Comment(
+            rawValue: "the server answered \(code): a \(code) is not a success, end the stream "
+              + "with PollFailed(status: \(code)) instead of "
+              + (body.map { "yielding its body \"\($0)\"" } ?? "finishing without an error")
+              + " (a 404 or a 304 is as much a failure as a 500)"))
+      } catch let error as PollFailed {
+        #expect(error == PollFailed(status: code), "throw the response's status code")
       }
+    }
+  }
+
+  @Test("Every status from 200 to 299 is a success: its body is yielded")
+  func everySuccessStatus() async throws {
+    let server = try startedServer()
+    for (path, answer) in statusRoutes(successStatuses) { server.route(path, [answer, .hang]) }
+    defer { server.stop() }
+
+    for code in successStatuses {
+      // A session per stream: a poller that outlives its stream keeps a connection, and a
+      // session opens only so many to one server.
+      // Not invalidated at the end: a poller that outlives its test would then trap.
+      let session = makeSession()
+      let outcome = await Result {
+        try await firstBodies(
+          1, of: server.url("/status/\(code)"), every: .milliseconds(5), session: session,
+          "the first poll of a server that answers \(code)")
+      }
+      switch outcome {
+      case .success(let bodies):
+        #expect(bodies == [statusBody(code)], "the server answered \(code): yield its body")
+      case .failure(let error):
+        if error is DeadlineExceeded { continue }
+        Issue.record(
+          Comment(
+            rawValue: "the server answered \(code), and the stream threw \(error): every "
+              + "status from 200 to 299 is a success (201 Created, 204 No Content…), not only "
+              + "200"))
+      }
+    }
+  }
+
+  @Test("A body in UTF-8 comes out as the same text, accents and emoji included")
+  func multibyteBody() async throws {
+    let server = try server("/status", [.ok(multibyteText)])
+    defer { server.stop() }
+    let session = makeSession()
+
+    let bodies = try await firstBodies(
+      1, of: server.url("/status"), every: .milliseconds(5), session: session, "the first poll")
+    #expect(
+      bodies == [multibyteText],
+      Comment(
+        rawValue: "the server sent \"\(multibyteText)\" in UTF-8 and the stream yielded "
+          + "\(bodies): decode the body as UTF-8, where é takes two bytes and 🌍 four, not one "
+          + "character per byte"))
+  }
+
+  @Test("The first poll goes out at once, not after one interval")
+  func firstPollAtOnce() async throws {
+    let server = try server("/status", [.ok("green")])
+    defer { server.stop() }
+    let session = makeSession()
+
+    let bodies = try await firstBodies(
+      1, of: server.url("/status"), every: .seconds(30), session: session,
+      "the first poll, with an interval of 30 seconds",
+      hint: "the first poll waited for the interval: the body is wanted now, and then every "
+        + "interval; a screen that polls every minute would show nothing for a minute")
+    #expect(bodies == ["green"], "yield the first body")
+  }
+
+  @Test("Polls are an interval apart, fractions of a second included")
+  func subSecondInterval() async throws {
+    let server = try startedServer()
+    server.route("/status", [.ok("1"), .ok("2"), .ok("3"), .status(503)])
+    defer { server.stop() }
+    let session = makeSession()
+    let interval = Duration.milliseconds(250)
+
+    _ = try await bodiesUntilTheEnd(
+      atMost: 4, of: server.url("/status"), every: interval, session: session,
+      within: .seconds(4), "four polls, 250 ms apart")
+    // However slow the machine, the polls come at least an interval apart: between a poll
+    // and the one after the next, there is at least one whole interval.
+    let times = server.arrivals.filter { $0.path == "/status" }.map(\.time)
+    let gaps = zip(times, times.dropFirst(2)).map { $1 - $0 }
+    #expect(
+      times.count >= 3 && gaps.allSatisfy { $0 >= interval },
+      Comment(
+        rawValue: "with an interval of 250 ms, the server saw the polls \(describe(times)) "
+          + "apart: the interval was not waited, so the server is polled in a tight loop; a "
+          + "Duration of a quarter of a second is not zero seconds"))
+  }
+
+  @Test("A long interval suspends: no thread is held while polling waits")
+  func slowIntervalDoesNotBlock() async throws {
+    let server = try server("/status", [.ok("green"), .ok("green")])
+    defer { server.stop() }
+    let session = makeSession()
+
+    // Longer than the pool check's patience (1.5 s), so a wait that blocks a thread of the
+    // concurrency pool is seen doing so.
+    let bodies = try await firstBodies(
+      2, of: server.url("/status"), every: .seconds(2), session: session, within: .seconds(6),
+      "two polls, 2 seconds apart")
+    #expect(bodies == ["green", "green"], "yield each body")
+  }
+
+  @Test("Two streams at once: the one left behind goes on polling")
+  func twoStreamsAtOnce() async throws {
+    let server = try server("/a", [.ok("a")])
+    server.route("/b", Array(repeating: .ok("b"), count: 6) + [.status(503)])
+    defer { server.stop() }
+    let session = makeSession()
+
+    let second = Task {
+      try await bodiesUntilTheEnd(
+        atMost: 7, of: server.url("/b"), every: .milliseconds(20), session: session,
+        within: .seconds(3), "six polls of /b while a stream of /a comes and goes")
+    }
+    let first = try await firstBodies(
+      1, of: server.url("/a"), every: .milliseconds(20), session: session, "one poll of /a")
+    #expect(first == ["a"], "yield the body of /a")
+    let outcome = await Result { try await second.value }
+    guard case .success(let (bodies, error)) = outcome else { return }
+    if bodies == Array(repeating: "b", count: 6) {
+      #expect(error as? PollFailed == PollFailed(status: 503), "then end with PollFailed")
+    } else {
       Issue.record(
         Comment(
-          rawValue: "the server answered 500: a 500 is not a success, end the stream with "
-            + "PollFailed(status: 500) instead of "
-            + (body.map { "yielding its body \"\($0)\"" } ?? "finishing without an error")))
-    } catch let error as PollFailed {
-      #expect(error == PollFailed(status: 500), "throw the response's status code")
+          rawValue: "two streams polled at once and the listener of the first one left; the "
+            + "second then got \(bodies) and ended with \(String(describing: error)) instead of "
+            + "six bodies and PollFailed(status: 503): each stream has its own polling, which "
+            + "only its own listener stops"))
     }
   }
 
@@ -88,7 +289,10 @@ struct PollingTests {
 
   @Test("Breaking out of the loop stops polling: no request after that")
   func breakingStops() async throws {
-    let server = try startedServer(["/status": .ok("green")])
+    // After the first answer, slow ones: a poll that goes on after the break is seen, and
+    // a listener that leaves never finds a request just completing.
+    let server = try startedServer()
+    server.route("/status", [.ok("green"), .slowHeaders(.milliseconds(100), "green")])
     defer { server.stop() }
     // Not invalidated at the end: a poller that outlives its test would then trap
     // ("Session invalidated") instead of failing with a message.
@@ -99,13 +303,14 @@ struct PollingTests {
       hint: "yield each body as it arrives; the stream gets nothing"
     ) {
       for try await _ in poll(server.url("/status"), every: .milliseconds(5), session: session) {
+        try await Task.sleep(for: .milliseconds(30))
         break
       }
     }
     // A correct answer sends no request after the break, however slow the machine; give a
-    // timer that was not stopped twenty intervals to show itself.
+    // poller that was not stopped the time for a few more polls to show itself.
     let before = server.requests.count
-    try await Task.sleep(for: .milliseconds(100))
+    try await Task.sleep(for: .milliseconds(400))
     #expect(
       server.requests.count <= before + 1,
       Comment(
@@ -140,4 +345,61 @@ struct PollingTests {
         rawValue: "it kept polling after nobody listened: the request in flight was never "
           + "cancelled (the server never saw its connection close)"))
   }
+
+  @Test("Once the stream is over, nothing holds the session any more")
+  func sessionReleased() async throws {
+    let server = try server("/ok", [.ok("green")])
+    server.route("/broken", .status(500))
+    server.route("/hang", .hang)
+    defer { server.stop() }
+
+    for (path, ending) in [
+      ("/ok", "the listener left"), ("/broken", "the poll failed"),
+      ("/hang", "the listener's task was cancelled"),
+    ] {
+      let weakSession = WeakReference<URLSession>()
+      do {
+        let session = makeSession()
+        weakSession.object = session
+        let stream = poll(server.url(path), every: .milliseconds(5), session: session)
+        if path == "/hang" {
+          let listener = Task { for try await _ in stream {} }
+          _ = await requestArrived(server, path)
+          listener.cancel()
+          _ = await listener.result
+        } else {
+          _ = await Result {
+            try await withDeadline(
+              .seconds(2), "the first poll of \(path)",
+              hint: "the stream never ends: finish it (throwing) when a poll fails"
+            ) {
+              for try await _ in stream {
+                try await Task.sleep(for: .milliseconds(30))
+                break
+              }
+            }
+          }
+        }
+      }
+      #expect(
+        await eventually { weakSession.object == nil },
+        Comment(
+          rawValue: "\(ending) and the stream is over, but something still holds the session: "
+            + "the polling still runs, or keeps what it used; a stream nobody listens to "
+            + "must let go of everything"))
+    }
+  }
+}
+
+/// A weak reference a test can keep across `await`s.
+final class WeakReference<Object: AnyObject>: @unchecked Sendable {
+  // @unchecked: `object` is only read and written by the test's own task.
+  weak var object: Object?
+}
+
+/// "12 ms, 3 ms": how far apart each instant is from the one two places later.
+private func describe(_ times: [ContinuousClock.Instant]) -> String {
+  zip(times, times.dropFirst(2)).map { pair in
+    "\(Int((pair.1 - pair.0) / .milliseconds(1))) ms"
+  }.joined(separator: ", ")
 }

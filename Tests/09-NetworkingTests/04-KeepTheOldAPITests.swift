@@ -16,6 +16,55 @@ private func service(_ server: HTTPTestServer, _ session: URLSession) -> Weather
   WeatherService(baseURL: server.url("/"), session: session)
 }
 
+/// What ``request(_:_:completion:)`` throws when the old API did not return.
+private struct DidNotReturn: Error, CustomStringConvertible {
+  var description: String { "forecast(for:completion:) did not return" }
+}
+
+/// Calls the old API from a thread of its own, as an old call site would, and returns its
+/// request; a call that has not returned within a second (it waits for the forecast, say)
+/// fails the test with a message instead of holding up the test.
+@discardableResult
+private func request(
+  _ weather: WeatherService, _ city: String,
+  completion: @escaping @Sendable (Result<String, any Error>) -> Void
+) async throws -> ForecastRequest {
+  let returned = Locked<ForecastRequest?>(nil)
+  let caller = Thread {
+    let request = weather.forecast(for: city, completion: completion)
+    returned.withLock { $0 = request }
+  }
+  caller.name = "an old call site"
+  caller.start()
+  guard await eventually(within: .seconds(1), { returned.value != nil }),
+    let request = returned.value
+  else {
+    Issue.record(
+      Comment(
+        rawValue: "forecast(for: \"\(city)\", completion:) had not returned a second after it "
+          + "was called: it waits for the forecast before returning, so the caller is stuck "
+          + "(a screen frozen), and cannot cancel a request it does not have yet; the old API "
+          + "returns its request at once and calls back later"))
+    throw DidNotReturn()
+  }
+  return request
+}
+
+/// Blocks the calling thread until `semaphore` is signalled.
+private func waitFor(_ semaphore: DispatchSemaphore) { semaphore.wait() }
+
+/// The contract of `forecast(for:completion:)`, path by path, and the test that pins each
+/// cell ("—": does not apply, and why).
+///
+/// | path | completion gets | released | calls | thread, timing |
+/// | --- | --- | --- | --- | --- |
+/// | forecast | `.success(text)`: `successOnce` | — | once: `successOnce` | returns its request at once, holds no thread while the forecast comes: `returnsAtOnce`; any thread, the main one not needed: `cancelAfterTheForecastArrived` |
+/// | failure | `.failure` with the async API's own error: `failureOnce` | — | once: `failureOnce` | — |
+/// | status codes | — (the async `forecast(for:)`, given, turns them into `ForecastUnavailable`) | — | — | — |
+/// | cancel in flight | nothing | the request cancelled, server sees the close: `cancelNeverCallsBack` | never: `cancelNeverCallsBack` | — |
+/// | cancel once the forecast is in, before the completion ran | nothing | — | never: `cancelAfterTheForecastArrived` | — |
+/// | many requests, some cancelled; a request after a cancelled one | each its own outcome | — | once each, cancelled never: `manyRequests` | — |
+/// | listener leaving, second listener | — (a completion, not a stream) | — | — | — |
 @Suite("9.4 Keep the old API")
 struct KeepTheOldAPITests {
   @Test("The completion gets the forecast, once")
@@ -25,7 +74,7 @@ struct KeepTheOldAPITests {
     let session = makeSession()
     let calls = Calls([])
 
-    service(server, session).forecast(for: "oslo") { result in
+    try await request(service(server, session), "oslo") { result in
       calls.withLock { $0.append(result) }
     }
     let called = await eventually { !calls.value.isEmpty }
@@ -50,7 +99,7 @@ struct KeepTheOldAPITests {
     let session = makeSession()
     let calls = Calls([])
 
-    service(server, session).forecast(for: "oslo") { result in
+    try await request(service(server, session), "oslo") { result in
       calls.withLock { $0.append(result) }
     }
     let called = await eventually { !calls.value.isEmpty }
@@ -80,12 +129,12 @@ struct KeepTheOldAPITests {
     let session = makeSession()
     let calls = Calls([])
 
-    let request = service(server, session).forecast(for: "oslo") { result in
+    let pending = try await request(service(server, session), "oslo") { result in
       calls.withLock { $0.append(result) }
     }
     #expect(
       await requestArrived(server, "/forecast/oslo"), "the request should have been sent")
-    request.cancel()
+    pending.cancel()
 
     let closed = await eventually { server.abandoned.contains("/forecast/oslo") }
     #expect(
@@ -115,10 +164,10 @@ struct KeepTheOldAPITests {
     var cancelled: [ForecastRequest] = []
     for round in 0..<5 {
       for city in ["oslo", "rome", "lima"] {
-        let request = weather.forecast(for: city) { _ in
+        let pending = try await request(weather, city) { _ in
           calls.withLock { $0["\(city)-\(round)", default: 0] += 1 }
         }
-        if city == "lima" { cancelled.append(request) }
+        if city == "lima" { cancelled.append(pending) }
       }
     }
     #expect(
@@ -135,5 +184,94 @@ struct KeepTheOldAPITests {
     #expect(
       counts.keys.allSatisfy { !$0.hasPrefix("lima") },
       "a cancelled request must never call its completion")
+  }
+
+  @Test("forecast(for:completion:) returns its request at once and holds no thread meanwhile")
+  func returnsAtOnce() async throws {
+    let server = try startedServer(["/forecast/oslo": .slowHeaders(.seconds(2), "fog")])
+    defer { server.stop() }
+    let session = makeSession()
+    let calls = Calls([])
+
+    // Slower than the pool check's patience (1.5 s): a call that waits for the forecast
+    // before returning, or any task that blocks a thread meanwhile, is seen doing so.
+    try await request(service(server, session), "oslo") { result in
+      calls.withLock { $0.append(result) }
+    }
+    let called = try await withDeadline(
+      .seconds(5), "the completion of a slow forecast",
+      hint: "the completion was never called for a forecast that came after 2 seconds"
+    ) {
+      await eventually(within: .seconds(4)) { !calls.value.isEmpty }
+    }
+    #expect(called, "the completion was never called: call it with .success(forecast)")
+    if case .success(let text)? = calls.value.first {
+      #expect(text == "fog", "pass the forecast on unchanged")
+    }
+  }
+
+  @Test("A cancel() that comes once the forecast is in, before the completion ran, still wins")
+  func cancelAfterTheForecastArrived() async throws {
+    let server = try startedServer(["/forecast/oslo": .ok("sun")])
+    defer { server.stop() }
+    let session = makeSession()
+    let calls = Calls([])
+
+    // The main thread is busy (a long layout pass, say) while the forecast comes in.
+    let mainBusy = DispatchSemaphore(value: 0)
+    let mainHeld = Locked(false)
+    DispatchQueue.main.async {
+      mainHeld.withLock { $0 = true }
+      waitFor(mainBusy)
+    }
+    guard await eventually({ mainHeld.value }) else {
+      // No main thread serving the main queue in this process: nothing to hold.
+      mainBusy.signal()
+      return
+    }
+    let pending = try await request(service(server, session), "oslo") { result in
+      calls.withLock { $0.append(result) }
+    }
+    let answered = await eventually { server.answered.contains("/forecast/oslo") }
+    // A correct answer calls back on whatever thread it is on: then there is no window
+    // left for a cancel to fall into, and nothing more to check here.
+    let calledBack = await eventually(within: .milliseconds(800)) { !calls.value.isEmpty }
+    guard answered, !calledBack else {
+      mainBusy.signal()
+      return
+    }
+    // The forecast is in and the completion has not run: the caller cancels now.
+    pending.cancel()
+    mainBusy.signal()
+    try await Task.sleep(for: .milliseconds(100))
+    _ = await eventually(within: .milliseconds(200)) { !calls.value.isEmpty }
+    let results = calls.value
+    #expect(
+      results.isEmpty,
+      Comment(
+        rawValue: "the forecast had arrived and the completion was waiting for the main "
+          + "thread, which was busy; cancel() came meanwhile, and the completion was still "
+          + "called, with \(results): whether the request was cancelled was decided before "
+          + "the completion got to run, so a cancel in between was missed (and the old API "
+          + "promises a completion on any thread, not one that waits for the main thread)"))
+  }
+
+  @Test("A request made after another was cancelled still calls back")
+  func requestAfterACancelledOne() async throws {
+    let server = try startedServer(["/forecast/lima": .hang, "/forecast/oslo": .ok("snow")])
+    defer { server.stop() }
+    let weather = service(server, makeSession())
+    let calls = Calls([])
+
+    let cancelled = try await request(weather, "lima") { _ in }
+    #expect(await requestArrived(server, "/forecast/lima"), "the request should have been sent")
+    cancelled.cancel()
+    _ = await eventually { server.abandoned.contains("/forecast/lima") }
+    try await request(weather, "oslo") { result in calls.withLock { $0.append(result) } }
+    #expect(
+      await eventually { !calls.value.isEmpty },
+      Comment(
+        rawValue: "a request made after another one was cancelled never called back: a cancel "
+          + "belongs to its own request, and must not silence the service's later ones"))
   }
 }

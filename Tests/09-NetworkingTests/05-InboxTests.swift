@@ -10,11 +10,71 @@ import FoundationNetworking
 #endif
 
 private func inbox(
-  _ server: HTTPTestServer, center: NotificationCenter = NotificationCenter()
+  _ server: HTTPTestServer, center: NotificationCenter = NotificationCenter(),
+  session: URLSession = makeSession()
 ) -> InboxClient {
-  InboxClient(baseURL: server.url("/"), session: makeSession(), notificationCenter: center)
+  InboxClient(baseURL: server.url("/"), session: session, notificationCenter: center)
 }
 
+/// The counts posted as `.inboxUnreadCountDidChange` on a center of its own, in the order the
+/// observers heard them (the center, and its observer, go with this object).
+private final class Observers: Sendable {
+  let center = NotificationCenter()
+  private let heard = Locked<[Int]>([])
+
+  /// `slowly`, when set, runs in the observer before it records a count, on the posting
+  /// thread: an old screen that takes its time.
+  init(slowly: (@Sendable (Int) -> Void)? = nil) {
+    _ = center.addObserver(
+      forName: .inboxUnreadCountDidChange, object: nil, queue: nil
+    ) { [heard] note in
+      guard let count = note.userInfo?["count"] as? Int else { return }
+      slowly?(count)
+      heard.withLock { $0.append(count) }
+    }
+  }
+
+  var counts: [Int] { heard.value }
+}
+
+/// The first `count` values of `stream`, then the listener leaves.
+private func first(
+  _ count: Int, of stream: AsyncThrowingStream<Int, any Error>, _ operation: String,
+  within limit: Duration = .seconds(2), hint: String = "yield the count when it changes"
+) async throws -> [Int] {
+  try await withDeadline(limit, operation, hint: hint) {
+    var seen: [Int] = []
+    for try await value in stream {
+      seen.append(value)
+      if seen.count == count { break }
+    }
+    return seen
+  }
+}
+
+/// The contract of `InboxClient`'s async face, path by path, and the test that pins each
+/// cell ("—": does not apply, and why).
+///
+/// `unreadCount()`:
+///
+/// | path | result / error | released | thread, timing |
+/// | --- | --- | --- | --- |
+/// | 2xx | the count, trimmed: `countReturns`, `countStatuses` | — | suspends while the answer is slow: `slowCountDoesNotBlock` |
+/// | 3xx, 4xx, 5xx; not a number (UTF-8 text kept) | `InboxError.status`, `.notACount(text)`: `countErrors`, `countStatuses` | — | — |
+/// | cancel before the call | `CancellationError`, no request left open: `countAlreadyCancelled` | — | — |
+/// | cancel while the request is created | `CancellationError`: `countCancelledWhileCreating` | request cancelled | — |
+/// | cancel in flight | `CancellationError`: `countCancels` | server sees the close | — |
+/// | cancel as the answer arrives | — (URLSession's own `data(from:)` may return it, as the hints' answer does) | — | — |
+/// | two calls at once, one cancelled; a call after a cancel | each its own outcome: `callsDoNotShareState` | — | — |
+///
+/// `unreadCounts(every:)`:
+///
+/// | path | values, end | released | order, count | thread, timing |
+/// | --- | --- | --- | --- | --- |
+/// | counts | the count, then each change: `countsYieldChanges`; each change posted: `countsYieldChanges` | — | observers hear each change once, in order: `observersHearEachChangeInOrder` | first poll at once: `countsFirstPollAtOnce`; an interval apart, fractions included: `countsSubSecondInterval` |
+/// | a failed poll | ends with its error: `countsEndOnError` | the client let go: `clientReleased` | — | — |
+/// | listener leaves | polling stops: `countsStop` | the client let go: `clientReleased`; the old watcher goes on: `legacyWatcherOutlivesAListener` | — | — |
+/// | a second listener, or one while the old watcher runs | gets the current count first: `secondListenerGetsTheCount`; posted once: same | — | — | — |
 @Suite("9.5 The whole module")
 struct InboxTests {
   @Test("unreadCount() returns the count")
@@ -86,43 +146,24 @@ struct InboxTests {
 
   @Test("unreadCounts(every:) yields the count, then only changes, and posts each change")
   func countsYieldChanges() async throws {
-    let server = try startedServer(["/unread": .ok("3")])
+    let server = try startedServer()
+    // The count is 3 for several polls, then 5 for good.
+    server.route("/unread", [.ok("3"), .ok("3"), .ok("3\n"), .ok("3"), .ok("5")])
     defer { server.stop() }
-    let center = NotificationCenter()
-    let posted = Locked<[Int]>([])
-    let observer = center.addObserver(
-      forName: .inboxUnreadCountDidChange, object: nil, queue: nil
-    ) { note in
-      if let count = note.userInfo?["count"] as? Int { posted.withLock { $0.append(count) } }
-    }
-    defer { center.removeObserver(observer) }
-    let client = inbox(server, center: center)
+    let observers = Observers()
+    let client = inbox(server, center: observers.center)
 
-    let seen = try await withDeadline(
-      .seconds(2), "the first two counts of unreadCounts(every:)",
-      hint: "yield the count when it changes"
-    ) {
-      var seen: [Int] = []
-      for try await count in client.unreadCounts(every: .milliseconds(5)) {
-        seen.append(count)
-        if seen.count == 1 {
-          // Let a few polls see the same count before it changes.
-          let polls = server.requests.count
-          _ = await eventually { server.requests.count >= polls + 3 }
-          server.route("/unread", .ok("5"))
-        }
-        if seen.count == 2 { break }
-      }
-      return seen
-    }
+    let seen = try await first(
+      2, of: client.unreadCounts(every: .milliseconds(5)),
+      "the first two counts of unreadCounts(every:)")
     #expect(
       seen == [3, 5],
       "yield only changes: the count was 3 for several polls, then 5; got \(seen)")
     #expect(
-      await eventually { posted.value == [3, 5] },
+      await eventually { observers.counts == [3, 5] },
       Comment(
-        rawValue: "the old observers of .inboxUnreadCountDidChange heard \(posted.value): post "
-          + "each change, with userInfo[\"count\"], as startWatching does"))
+        rawValue: "the old observers of .inboxUnreadCountDidChange heard \(observers.counts): "
+          + "post each change, with userInfo[\"count\"], as startWatching does"))
   }
 
   @Test("unreadCounts(every:) stops polling when nobody listens")
@@ -158,6 +199,472 @@ struct InboxTests {
         hint: "the stream never ends: finish it (throwing) when a poll fails"
       ) {
         for try await _ in client.unreadCounts(every: .milliseconds(5)) {}
+      }
+    }
+  }
+
+  @Test("unreadCount(): every 2xx is a count, every other status an InboxError.status")
+  func countStatuses() async throws {
+    let statuses = successStatuses.filter { $0 != 204 } + failureStatuses
+    let server = try startedServer()
+    for code in statuses {
+      server.route("/status/\(code)/unread", .status(code, code == 304 ? "" : "4"))
+    }
+    defer { server.stop() }
+    let session = makeSession()
+
+    for code in statuses {
+      let client = InboxClient(
+        baseURL: server.url("/status/\(code)/"), session: session,
+        notificationCenter: NotificationCenter())
+      let outcome = await Result {
+        try await withDeadline(.seconds(2), "unreadCount() of a \(code)") {
+          try await client.unreadCount()
+        }
+      }
+      if (200..<300).contains(code) {
+        #expect(
+          (try? outcome.get()) == 4,
+          Comment(
+            rawValue: "the server answered \(code) with \"4\", and unreadCount() gave "
+              + "\(outcome): every status from 200 to 299 is a success, as the legacy "
+              + "unreadCount(completion:) reads it"))
+      } else {
+        #expect(
+          throws: InboxError.status(code),
+          Comment(
+            rawValue: "the server answered \(code): a \(code) is not a success, throw "
+              + "InboxError.status(\(code)), as the legacy unreadCount(completion:) does (a 404 "
+              + "or a 304 is as much a failure as a 500)")
+        ) { try outcome.get() }
+      }
+    }
+
+    server.route("/unread", .ok("vingt-trois ✉️"))
+    let text = await Result { try await inbox(server).unreadCount() }
+    #expect(
+      throws: InboxError.notACount("vingt-trois ✉️"),
+      Comment(
+        rawValue: "the server sent \"vingt-trois ✉️\" in UTF-8: throw InboxError.notACount "
+          + "with that text, decoded as UTF-8 (an accent or an emoji takes several bytes)")
+    ) { try text.get() }
+  }
+
+  @Test("unreadCount() suspends while a slow answer comes: no thread is held")
+  func slowCountDoesNotBlock() async throws {
+    // Slower than the pool check's patience (1.5 s).
+    let server = try startedServer(["/unread": .slowHeaders(.seconds(2), "12")])
+    defer { server.stop() }
+    let count = try await withDeadline(
+      .seconds(6), "unreadCount() of a slow server", hint: "the success path never returns"
+    ) {
+      try await inbox(server).unreadCount()
+    }
+    #expect(count == 12, "return the count the server sent")
+  }
+
+  @Test("A task cancelled before it calls unreadCount() throws CancellationError")
+  func countAlreadyCancelled() async throws {
+    let server = try startedServer(["/unread": .hang])
+    defer { server.stop() }
+    let client = inbox(server)
+
+    let task = Task {
+      withUnsafeCurrentTask { $0?.cancel() }
+      return try await client.unreadCount()
+    }
+    await #expect(
+      throws: CancellationError.self,
+      "the task was already cancelled when it called unreadCount(): throw CancellationError"
+    ) {
+      try await withDeadline(
+        .seconds(2), "unreadCount() in a cancelled task",
+        hint: "the task was cancelled before unreadCount() started its request, and the cancel "
+          + "was lost: nothing cancelled the request, so it runs on"
+      ) {
+        try await task.value
+      }
+    }
+    #expect(
+      await eventually { server.openConnections == 0 },
+      Comment(
+        rawValue: "unreadCount() threw, but its request is still open on the server: the "
+          + "cancel never reached it"))
+  }
+
+  @Test("A cancel that comes while the request is being created still cancels it")
+  func countCancelledWhileCreating() async throws {
+    let server = try startedServer(["/unread": .hang])
+    defer { server.stop() }
+    // Offline data tasks: nothing answers them, and only a cancel completes them.
+    let session = ScriptedSession()
+    session.offline.withLock { $0 = { _ in } }
+    let client = inbox(server, session: session)
+    let handle = Locked<Task<Int, any Error>?>(nil)
+    // Only an answer that calls the legacy unreadCount(completion:) creates its data task
+    // here: the moment it exists, before it is handed back, the task is cancelled.
+    session.afterCreating.withLock {
+      $0 = {
+        if withUnsafeCurrentTask(body: { $0 }) != nil {
+          withUnsafeCurrentTask { $0?.cancel() }
+        } else {
+          handle.value?.cancel()
+        }
+      }
+    }
+
+    let task = Task { try await client.unreadCount() }
+    handle.withLock { $0 = task }
+    if !(await eventually { session.created.value > 0 || server.requests.count > 0 }) {
+      task.cancel()
+    }
+    if session.created.value == 0 {
+      // The answer awaits URLSession's own data(from:): its cancel is URLSession's job.
+      task.cancel()
+    }
+    await #expect(throws: CancellationError.self, "the task was cancelled: throw CancellationError")
+    {
+      try await withDeadline(
+        .seconds(2), "unreadCount(), cancelled while its request was being created",
+        hint: "the cancel came after the data task was created and before unreadCount() had it "
+          + "in hand, and it was lost: nothing cancelled the data task, so the request runs on"
+      ) {
+        try await task.value
+      }
+    }
+  }
+
+  @Test("Each unreadCount() has its own request: a cancel does not spill into another call")
+  func callsDoNotShareState() async throws {
+    let server = try startedServer()
+    server.route("/unread", [.hang, .slowHeaders(.milliseconds(200), "8"), .ok("9")])
+    defer { server.stop() }
+    let client = inbox(server)
+
+    let first = Task { try await client.unreadCount() }
+    #expect(await requestArrived(server, "/unread"), "unreadCount() should send its request")
+    let second = Task { try await client.unreadCount() }
+    #expect(
+      await eventually { server.requests.count == 2 }, "the second call should send its request")
+    first.cancel()
+    let secondOutcome = try await withDeadline(
+      .seconds(2), "unreadCount() beside a cancelled call",
+      hint: "the call nobody cancelled never finished"
+    ) {
+      await second.result
+    }
+    #expect(
+      (try? secondOutcome.get()) == 8,
+      Comment(
+        rawValue: "two calls ran at once and only the first was cancelled, but the second gave "
+          + "\(secondOutcome): the state of one call belongs to that call, or cancelling one "
+          + "screen's badge breaks another's"))
+    await #expect(throws: CancellationError.self, "the cancelled call throws CancellationError") {
+      try await withDeadline(.seconds(2), "the cancelled unreadCount()") { try await first.value }
+    }
+    let later = await Result {
+      try await withDeadline(.seconds(2), "unreadCount() after a cancelled call") {
+        try await client.unreadCount()
+      }
+    }
+    #expect(
+      (try? later.get()) == 9,
+      Comment(
+        rawValue: "a call made after a cancelled one gave \(later): a cancel ends that one "
+          + "call, and every later call starts afresh"))
+  }
+
+  @Test("unreadCounts(every:) polls at once, not after one interval")
+  func countsFirstPollAtOnce() async throws {
+    let server = try startedServer()
+    server.route("/unread", [.ok("3"), .hang])
+    defer { server.stop() }
+    let counts = try await first(
+      1, of: inbox(server).unreadCounts(every: .seconds(30)),
+      "the first count, with an interval of 30 seconds",
+      hint: "the first poll waited for the interval: the count is wanted now, and then every "
+        + "interval; a badge polled every minute would be blank for a minute")
+    #expect(counts == [3], "yield the first count")
+  }
+
+  @Test("unreadCounts(every:) polls an interval apart, fractions of a second included")
+  func countsSubSecondInterval() async throws {
+    let server = try startedServer()
+    server.route("/unread", [.ok("1"), .ok("2"), .ok("3"), .status(503)])
+    defer { server.stop() }
+    let interval = Duration.milliseconds(250)
+
+    _ = await Result {
+      try await withDeadline(.seconds(4), "four polls, 250 ms apart") {
+        for try await _ in inbox(server).unreadCounts(every: interval) {}
+      }
+    }
+    let times = server.arrivals.filter { $0.path == "/unread" }.map(\.time)
+    let gaps = zip(times, times.dropFirst(2)).map { $1 - $0 }
+    #expect(
+      times.count >= 3 && gaps.allSatisfy { $0 >= interval },
+      Comment(
+        rawValue: "with an interval of 250 ms, the server saw the polls "
+          + "\(gaps.map { "\(Int($0 / .milliseconds(1))) ms" }) apart (each to the one after "
+          + "next): the interval was not waited, so the server is polled in a tight loop; a "
+          + "Duration of a quarter of a second is not zero seconds"))
+  }
+
+  @Test("A second listener, or one that comes while the old watcher runs, gets the count first")
+  func secondListenerGetsTheCount() async throws {
+    let server = try startedServer(["/unread": .ok("3")])
+    defer { server.stop() }
+    let observers = Observers()
+    let client = inbox(server, center: observers.center)
+
+    // A first screen listens, and keeps listening.
+    let heardFirst = Locked(false)
+    let firstScreen = Task {
+      for try await _ in client.unreadCounts(every: .milliseconds(20)) {
+        heardFirst.withLock { $0 = true }
+      }
+    }
+    defer { firstScreen.cancel() }
+    #expect(await eventually { heardFirst.value }, "the first listener should get the count")
+    let second = try await first(
+      1, of: client.unreadCounts(every: .milliseconds(20)),
+      "the first count of a second listener",
+      hint: "a second listener must get the current count first, even though the count is "
+        + "no news to the client, the first listener or the observers")
+    #expect(second == [3], "a second listener's first value is the current count")
+    // The first screen leaves while its stream waits on a request that never ends (never
+    // as a request completes, which FoundationNetworking does not always survive).
+    let sent = server.requests.count
+    server.route("/unread", .hang)
+    _ = await eventually { server.requests.count > sent }
+    firstScreen.cancel()
+    _ = await firstScreen.result
+    server.route("/unread", .ok("3"))
+    #expect(
+      observers.counts == [3],
+      Comment(
+        rawValue:
+          "the count never changed from 3, and the old observers heard \(observers.counts): "
+          + "a change is posted once, however many listeners there are"))
+
+    // A listener that comes while the old watcher runs.
+    let other = Observers()
+    let watched = inbox(server, center: other.center)
+    watched.startWatching(every: 0.02)
+    defer { watched.stopWatching() }
+    #expect(await eventually { other.counts == [3] }, "the old watcher should post the count")
+    let counts = try await first(
+      1, of: watched.unreadCounts(every: .milliseconds(20)),
+      "the first count of a listener that came while the old watcher runs",
+      hint: "a listener must get the current count first, even though the old watcher has "
+        + "already posted it")
+    #expect(counts == [3], "a new listener's first value is the current count")
+  }
+
+  @Test("A stream's listener leaving does not stop the old watcher that other screens use")
+  func legacyWatcherOutlivesAListener() async throws {
+    let server = try startedServer(["/unread": .ok("3")])
+    defer { server.stop() }
+    let observers = Observers()
+    let client = inbox(server, center: observers.center)
+
+    client.startWatching(every: 0.02)
+    defer { client.stopWatching() }
+    #expect(await eventually { observers.counts == [3] }, "the old watcher should post the count")
+    let heard = Locked(false)
+    let newScreen = Task {
+      for try await _ in client.unreadCounts(every: .milliseconds(20)) {
+        heard.withLock { $0 = true }
+      }
+    }
+    #expect(
+      await eventually { heard.value },
+      "a listener that came while the old watcher runs should get the current count first")
+    newScreen.cancel()
+    _ = await newScreen.result
+    // The new listener has left; the old screens still watch.
+    server.route("/unread", .ok("9"))
+    #expect(
+      await eventually { observers.counts.last == 9 },
+      Comment(
+        rawValue: "after a stream's listener left, the count went from 3 to 9 and the old "
+          + "screens heard \(observers.counts): the watcher they started with "
+          + "startWatching(every:) was stopped; it belongs to them, and only stopWatching() "
+          + "ends it"))
+  }
+
+  @Test("Once a stream is over, the polling lets the client go")
+  func clientReleased() async throws {
+    let server = try startedServer(["/ok": .ok("3"), "/broken/unread": .status(500)])
+    server.route("/unread", [.ok("3"), .hang])
+    defer { server.stop() }
+
+    for (base, ending) in [("/", "the listener left"), ("/broken/", "a poll failed")] {
+      let weakClient = WeakReference<InboxClient>()
+      do {
+        let client = InboxClient(
+          baseURL: server.url(base), session: makeSession(),
+          notificationCenter: NotificationCenter())
+        weakClient.object = client
+        _ = await Result {
+          try await withDeadline(.seconds(2), "the first count of unreadCounts(every:)") {
+            for try await _ in client.unreadCounts(every: .milliseconds(5)) {
+              try await Task.sleep(for: .milliseconds(30))
+              break
+            }
+          }
+        }
+      }
+      #expect(
+        await eventually { weakClient.object == nil },
+        Comment(
+          rawValue: "\(ending) and the stream is over, but something still holds the client: "
+            + "the polling still runs; a stream nobody listens to must stop and let go"))
+    }
+  }
+}
+
+/// Blocks the calling thread until `semaphore` is signalled or `limit` has passed.
+private func waitFor(_ semaphore: DispatchSemaphore, upTo limit: Duration) {
+  _ = semaphore.wait(timeout: .now() + .milliseconds(Int(limit / .milliseconds(1))))
+}
+
+/// Waits, checking every 100 µs, until `condition` holds or `limit` has passed; says whether
+/// it held. For the rounds of a race, where `eventually`'s 5 ms would add up.
+private func soon(within limit: Duration = .seconds(2), _ condition: () -> Bool) async -> Bool {
+  let clock = ContinuousClock()
+  let end = clock.now + limit
+  while !condition() {
+    guard clock.now < end else { return false }
+    try? await Task.sleep(for: .microseconds(100))
+  }
+  return true
+}
+
+extension InboxTests {
+  /// The tests that need all of the pool's threads (they turn the pool check off), one at a
+  /// time: each would take the threads the other needs.
+  @Suite("Races", .serialized)
+  struct Races {
+    @Test("The old observers hear each change in order, even when one of them is slow")
+    func observersHearEachChangeInOrder() async throws {
+      let server = try startedServer()
+      server.route("/unread", [.ok("3"), .ok("5")])
+      defer { server.stop() }
+      // An old screen that takes its time over the first count: until it hears of another one,
+      // or for a second.
+      let later = DispatchSemaphore(value: 0)
+      let observers = Observers { count in
+        if count == 3 { waitFor(later, upTo: .seconds(1)) } else { later.signal() }
+      }
+      let client = inbox(server, center: observers.center)
+
+      // With the pool check off, the pool has all its threads: a post made elsewhere would run
+      // beside the slow one, as on a device.
+      try await withoutPoolCheck {
+        _ = try await first(
+          2, of: client.unreadCounts(every: .milliseconds(5)), "the counts 3 and 5")
+      }
+      #expect(
+        await eventually { observers.counts.count >= 2 },
+        "the old observers should hear both changes")
+      #expect(
+        observers.counts == [3, 5],
+        Comment(
+          rawValue: "the count went from 3 to 5, and the old observers heard \(observers.counts): "
+            + "while one observer was slow over the 3, the 5 was posted beside it, so a screen "
+            + "ends on a count that is no longer true; each change must be posted in turn, the "
+            + "next one after the last has been delivered"))
+    }
+
+    @Test("A change that two streams of one client see at once is posted once")
+    func oneChangeOnePost() async throws {
+      let server = try startedServer(["/unread": .ok("100")])
+      defer { server.stop() }
+      let posts = Locked<[(count: Int, thread: pthread_t)]>([])
+      let center = NotificationCenter()
+      _ = center.addObserver(forName: .inboxUnreadCountDidChange, object: nil, queue: nil) { note in
+        guard let count = note.userInfo?["count"] as? Int else { return }
+        posts.withLock { $0.append((count, pthread_self())) }
+      }
+      let client = inbox(server, center: center)
+
+      // Two screens listen, each on an executor that lets the test act inside its stream's
+      // yield of each new count: there, the two streams wait for each other and go on together,
+      // one a tuned time after the other (see Rendezvous), so the two decide around the same
+      // instant whether the count is news. A check and an update of the last count under two
+      // separate locks post the change twice within a few hundred rounds.
+      let rendezvous = Rendezvous()
+      let parties = Locked<[Int: pthread_t]>([:])
+      let executors = [HookedExecutor(), HookedExecutor()]
+      let received = Locked<[[Int]]>([[], []])
+      await withoutPoolCheck {
+        let listeners = (0..<2).map { party in
+          Task(executorPreference: executors[party]) {
+            for try await count in client.unreadCounts(every: .milliseconds(1)) {
+              received.withLock { $0[party].append(count) }
+            }
+          }
+        }
+        defer { for listener in listeners { listener.cancel() } }
+        guard await soon({ received.value == [[100], [100]] }) else {
+          // A listener that never hears the first count is another test's business.
+          return
+        }
+
+        // So many rounds, or so much time: a machine too busy to finish the rounds does fewer,
+        // which can let the gap go unseen but never fails a correct answer.
+        let rounds = stressAmount(grading: 150, verify: 1_200)
+        let budget: Duration = stressAmount(grading: .milliseconds(1_500), verify: .seconds(8))
+        let clock = ContinuousClock()
+        let end = clock.now + budget
+        var postedByAParty = false
+        for round in 1...rounds where clock.now < end {
+          let count = 100 + round
+          rendezvous.reset()
+          for party in 0..<2 {
+            executors[party].whenEnqueuedFromElsewhere {
+              parties.withLock { $0[party] = pthread_self() }
+              rendezvous.arrive(as: party)
+            }
+          }
+          server.route("/unread", .ok("\(count)"))
+          // The round is over once both streams have gone on from their yield, both listeners
+          // have the count, and it is posted (a second post, late, is still seen: every round
+          // looks at all the posts so far).
+          let done = await soon(within: .milliseconds(500)) {
+            rendezvous.isOver && received.value.allSatisfy { $0.last == count }
+              && posts.value.contains { $0.count == count }
+          }
+          // The same count posted twice in a row is one change posted twice. (A stream that
+          // posts an answer that was already stale when it arrived, after a newer one, is
+          // another matter, and not this test's.)
+          let postedCounts = posts.value.map(\.count)
+          if let twice = zip(postedCounts, postedCounts.dropFirst()).first(where: { $0 == $1 })?.0 {
+            Issue.record(
+              Comment(
+                rawValue: "the count became \(twice), and two streams of one client, which saw it "
+                  + "at the same moment, both posted it (by round \(round)): each decided it was "
+                  + "news before the other had recorded it, so the old screens hear the one "
+                  + "change twice; a change is posted once, whoever sees it first"))
+            return
+          }
+          // A round that does not end (no post, a stream that stopped) is other tests'
+          // business; so is a stream that posts elsewhere than where it yields (one poll per
+          // next(), in the listener's task): the rendezvous then aims at nothing.
+          guard done, let first = posts.value.first(where: { $0.count == count }) else { break }
+          let threads = parties.value
+          let byParty = threads.values.contains { pthread_equal($0, first.thread) != 0 }
+          postedByAParty = postedByAParty || byParty
+          if round >= 20, !postedByAParty { break }
+          guard byParty, let second = threads[1] else { continue }
+          rendezvous.learn(secondCameFirst: pthread_equal(first.thread, second) != 0)
+        }
+        // The listeners leave while their streams wait on requests that never end (never as a
+        // request completes, which FoundationNetworking does not always survive).
+        let sent = server.requests.count
+        server.route("/unread", .hang)
+        _ = await soon { server.requests.count >= sent + 2 }
       }
     }
   }

@@ -29,3 +29,24 @@ func payload(_ count: Int) -> [UInt8] {
 func requestArrived(_ server: HTTPTestServer, _ path: String) async -> Bool {
   await eventually { server.requests.contains(path) }
 }
+
+/// Statuses that mean success: every one from 200 to 299 (a 204 has no body).
+let successStatuses = [200, 201, 202, 203, 204, 206, 299]
+
+/// Statuses that do not: server errors, client errors, redirections without a place to go
+/// (a 500 first, the one a check that is missing altogether is caught with).
+let failureStatuses = [500, 404, 300, 304, 400, 401, 403, 418, 499, 502, 503, 599]
+
+/// A route per status, at `/status/<code>`, answering that status with a short text body
+/// (none for the statuses that carry none).
+func statusRoutes(_ codes: [Int]) -> [String: HTTPTestResponse] {
+  Dictionary(uniqueKeysWithValues: codes.map { ("/status/\($0)", .status($0, statusBody($0))) })
+}
+
+/// The body ``statusRoutes(_:)`` sends with `code`.
+func statusBody(_ code: Int) -> String {
+  [204, 304].contains(code) ? "" : "body of a \(code)"
+}
+
+/// Text with characters of two, three and four bytes in UTF-8.
+let multibyteText = "Grüße aus Zürich, 東京 and 🌍: naïve café ✓"
