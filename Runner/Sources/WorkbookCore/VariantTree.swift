@@ -31,6 +31,8 @@ public final class VariantTree: Sendable {
   private struct State {
     var originals: [String: Data] = [:]
     var closed = false
+    /// The open lock file while this process holds the tree (closed at exit).
+    var lock: Int32?
   }
   private let state = Mutex(State())
 
@@ -46,6 +48,7 @@ public final class VariantTree: Sendable {
 
   /// Makes the tree match the root's copied files.
   public func sync() throws(WorkbookError) {
+    try claim()
     let manager = FileManager.default
     var wanted: Set<String> = []
     for entry in copied {
@@ -80,6 +83,34 @@ public final class VariantTree: Sendable {
         "cannot copy the workbook into \(tree.path): \(error.localizedDescription) "
           + "(remove \(folder) and try again)")
     }
+  }
+
+  /// Takes `<folder>/lock` for the rest of this process, waiting while another run holds
+  /// it: two runs writing variants into one tree would grade each other's files.
+  private func claim() throws(WorkbookError) {
+    if state.withLock({ $0.lock != nil }) { return }
+    let base = root.appendingPathComponent(folder)
+    try? FileManager.default.createDirectory(at: base, withIntermediateDirectories: true)
+    let path = base.appendingPathComponent("lock").path
+    let descriptor = open(path, O_CREAT | O_RDWR, 0o644)
+    guard descriptor >= 0 else { throw .failure("cannot open \(path) to lock \(folder)") }
+    if flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+      let holder = (try? String(contentsOfFile: path, encoding: .utf8))?
+        .trimmingCharacters(in: .whitespacesAndNewlines)
+      let who = holder.map { $0.isEmpty ? "" : " (process \($0))" } ?? ""
+      FileHandle.standardError.write(
+        Data(
+          ("another workbook run\(who) is using \(folder); waiting for it to finish, "
+            + "as two runs in one tree would grade each other's files…\n").utf8))
+      guard flock(descriptor, LOCK_EX) == 0 else {
+        close(descriptor)
+        throw .failure("cannot lock \(path)")
+      }
+    }
+    _ = ftruncate(descriptor, 0)
+    let pid = Data("\(getpid())\n".utf8)
+    _ = pid.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
+    state.withLock { $0.lock = descriptor }
   }
 
   /// Replaces the tree's file at `path` (relative to the root) with `data`, remembering
