@@ -19,8 +19,8 @@ struct ResultCallbackTests {
   static let successHint =
     "classify(_:using:) must resume its continuation with the handler's Result"
   static let failureHint =
-    "the .failure case never resumes the continuation; resume(with: result) handles "
-    + "both cases"
+    "the .failure case never resumes the continuation: the caller waits forever for a "
+    + "classification that failed"
 
   @Test("Returns the label of an image the classifier recognises", arguments: scripts)
   func returnsTheLabel(script: CallbackScript) async throws {

@@ -227,7 +227,8 @@ struct WeatherScreenTests {
 
     let shown = try await Self.refresh(
       model, city: "Atlantis",
-      hint: "the conditions' .failure case never resumes; resume(with: result) handles both")
+      hint: "the conditions' .failure case never resumes: the screen waits forever for a city "
+        + "the station does not know")
 
     #expect(
       shown.failure as? ForecastError == .unknownCity("Atlantis"),
