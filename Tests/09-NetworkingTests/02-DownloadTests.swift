@@ -110,7 +110,7 @@ private func received(_ events: [DownloadEvent]) -> [Int64] {
 /// | listener breaks | the download is cancelled: `stoppingCancels` | connection closed: `stoppingCancels`, `nothingLeaks` | — | — |
 /// | listener's task cancelled | the stream ends, the download is cancelled: `cancellingEnds` | connection closed: `cancellingEnds` | — | — |
 /// | two downloads at once | each its own events and file: `sameURLTwice` | — | — | — |
-/// | session invalidated on a failed path | — on Linux: FoundationNetworking frees a session, its delegate and its connections once its last task is over, invalidated or not, so only the success path (`nothingLeaks`) and a session kept alive by its delegate can be seen | — | — | — |
+/// | every end (finished, 404, 500, dropped, listener left, listener's task cancelled) | — | the session invalidated, its delegate let go: `sessionInvalidatedOnEveryPath` (FoundationNetworking frees a session once its last task is over, invalidated or not; `SessionWitness` keeps each one alive, as Apple's URLSession does until it is invalidated) | — | — |
 /// | second listener | — (one stream per call; a stream has one listener) | — | — | — |
 // One test at a time: `slowListenerGetsEverything` stops every task in the process for about
 // a second, which would make the other tests' downloads fail for that reason instead of
@@ -355,6 +355,85 @@ struct DownloadTests {
       Comment(
         rawValue: "the listener stopped listening, and the download's connection is still "
           + "open: a download nobody listens to must end and let its session go"))
+  }
+
+  @Test("The session is invalidated however the download ends: finished, failed or abandoned")
+  func sessionInvalidatedOnEveryPath() async throws {
+    let server = try startedServer([
+      "/file": .ok(bytes: payload(8_000)), "/missing": .status(404, "not here"),
+      "/broken": .status(500, "internal error"),
+      "/dropped": .dropped(payload(64_000), after: 20_000),
+      "/left": .stalls(payload(64_000), after: 16_000),
+      "/cancelled": .stalls(payload(64_000), after: 16_000),
+    ])
+    defer { server.stop() }
+
+    for (path, ending) in [
+      ("/file", "finished"), ("/missing", "failed with a 404"),
+      ("/broken", "failed with a 500"), ("/dropped", "failed when the connection dropped"),
+      ("/left", "was left by its listener"), ("/cancelled", "had its listener's task cancelled"),
+    ] {
+      let url = server.url(path)
+      // Each download's session is kept alive, as Apple's URLSession keeps one until it is
+      // invalidated (see SessionWitness): an invalidated session has let go of its delegate.
+      // No stream kept here: a listener that breaks out of its loop leaves only when nothing
+      // holds the stream any more.
+      let events = { @Sendable in
+        download(from: url, configuration: SessionWitness.configuration())
+      }
+      switch path {
+      case "/left":
+        _ = await Result {
+          try await withDeadline(
+            .seconds(2), "the first progress of a stalled download",
+            hint: "yield .progress from urlSession(_:downloadTask:didWriteData:…)"
+          ) {
+            for try await event in events() {
+              if case .progress = event { break }
+            }
+          }
+        }
+      case "/cancelled":
+        let started = Locked(false)
+        let listener = Task {
+          for try await event in events() {
+            if case .progress = event { started.withLock { $0 = true } }
+          }
+        }
+        _ = await eventually { started.value }
+        listener.cancel()
+        _ = try? await withDeadline(
+          .seconds(2), "a download whose task was cancelled",
+          hint: "cancelling must end the stream: cancel the download task from onTermination, "
+            + "and finish the stream from didCompleteWithError"
+        ) {
+          try await listener.value
+        }
+      default:
+        let outcome = await Result { try await collect(events(), "download(from:) of \(path)") }
+        if case .success(let events) = outcome {
+          for case .finished(let file) in events { try? FileManager.default.removeItem(at: file) }
+        }
+      }
+      guard SessionWitness.canWitness else { return }
+      guard let session = SessionWitness.sessions(of: url).last else {
+        // A download that never reached the session's loading: other tests say why.
+        continue
+      }
+      guard await eventually({ session.delegate == nil }) else {
+        Issue.record(
+          Comment(
+            rawValue: "the download of \(path) \(ending), and its session was never "
+              + "invalidated: a URLSession keeps its delegate (and, through it, the stream) "
+              + "and its connections until finishTasksAndInvalidate() or "
+              + "invalidateAndCancel() is called, so on Apple platforms every download that "
+              + "ends this way leaks its session for as long as the app runs (this test keeps "
+              + "the session alive as they do; FoundationNetworking on Linux happens to free "
+              + "it); the session must be let go however the download ends, not only when it "
+              + "succeeds"))
+        return
+      }
+    }
   }
 
   @Test("The file outlives the delegate method: it is not the session's temporary file")
