@@ -67,7 +67,7 @@ public enum Classifier {
 
     // A crash explains a time-out too: the crash reporter can hang after two tests crash
     // at once, and the process then runs into the limit.
-    let issues = events.issuesInSourceOrder
+    let issues = events.issuesByHeadline
     func isBlocked(_ text: String) -> Bool { blockedMarkers.contains { text.hasPrefix($0) } }
     let blocked = issues.first { issue in issue.texts.contains(where: isBlocked) }
 
@@ -104,10 +104,27 @@ public enum Classifier {
       details.append(contentsOf: locate(blocked, events, context))
       return Grade(.failed, details)
     }
-    if let issue = issues.first(where: { issue in
+    func isNeverResumed(_ issue: TestEventLog.Issue) -> Bool {
       issue.texts.contains { $0.hasPrefix(neverResumedMarker) }
-    }) {
-      var details = issue.texts.filter { $0.hasPrefix(neverResumedMarker) }
+    }
+    if let issue = issues.first(where: isNeverResumed) {
+      let waited = issue.texts.filter { $0.hasPrefix(neverResumedMarker) }
+      // A failure the same test saw before its wait ran out is the cause; the wait that
+      // never ended is what followed from it.
+      if !context.untouchedStarter,
+        let cause = events.earlierIssues(inTestOf: issue).first(where: {
+          $0.namesCause && !isNeverResumed($0)
+        })
+      {
+        var details = locate(cause, events, context)
+        details.append(contentsOf: cause.texts.filter { $0 != "Issue recorded" })
+        details.append(
+          "after that, the test's wait did not end either: "
+            + waited.joined(separator: " ").dropFirst(neverResumedMarker.count)
+            .trimmingCharacters(in: .whitespaces))
+        return Grade(.failed, details)
+      }
+      var details = waited
       details.append(contentsOf: locate(issue, events, context))
       if let leaked = crash.leakedContinuation { details.append("the runtime said: \(leaked)") }
       return Grade(.neverResumed, details)

@@ -12,6 +12,8 @@ public struct TestEventLog: Sendable, Equatable {
     public var kind: String
     /// The line of the test's declaration, to order tests as they appear in the file.
     public var line: Int?
+    /// The file of the test's declaration (absolute), when the record gave one.
+    public var filePath: String? = nil
 
     /// The name the learner recognises: the display name if there is one.
     public var title: String { displayName ?? name }
@@ -35,6 +37,10 @@ public struct TestEventLog: Sendable, Equatable {
 
     /// Every message's text, in order.
     public var texts: [String] { messages.map(\.text) }
+
+    /// True when the test explained the failure in its own words (a comment, shown as
+    /// "details"), rather than only Swift Testing's "Expectation failed: a == b".
+    public var namesCause: Bool { messages.contains { $0.symbol == "details" } }
   }
 
   /// Test records by id.
@@ -88,6 +94,28 @@ public struct TestEventLog: Sendable, Equatable {
     }.map(\.element)
   }
 
+  /// The issues in the order their findings should headline a verdict: an issue that
+  /// names its cause (the test's own comment) before a bare "Expectation failed", then by
+  /// where the test is declared, and within one test by when it was recorded (its first
+  /// failure explains the later ones). Never by recording order across tests: tests run
+  /// in parallel, so that order varies between runs.
+  public var issuesByHeadline: [Issue] {
+    func rank(_ issue: Issue) -> (Int, Int) {
+      (issue.namesCause ? 0 : 1, test(issue.testID)?.line ?? Int.max)
+    }
+    return issues.enumerated().sorted { lhs, rhs in
+      let left = rank(lhs.element)
+      let right = rank(rhs.element)
+      return left != right ? left < right : lhs.offset < rhs.offset
+    }.map(\.element)
+  }
+
+  /// The issues recorded before `issue` in the same test, oldest first.
+  public func earlierIssues(inTestOf issue: Issue) -> [Issue] {
+    guard let index = issues.firstIndex(of: issue) else { return [] }
+    return issues[..<index].filter { $0.testID == issue.testID }
+  }
+
   public func test(_ id: String?) -> Test? {
     guard let id else { return nil }
     return tests[id] ?? Test(id: id, name: Self.functionName(fromID: id), kind: "function")
@@ -121,7 +149,8 @@ public enum EventStreamParser {
           name: payload["name"] as? String ?? TestEventLog.functionName(fromID: id),
           displayName: payload["displayName"] as? String,
           kind: payload["kind"] as? String ?? "function",
-          line: (payload["sourceLocation"] as? [String: Any])?["line"] as? Int)
+          line: (payload["sourceLocation"] as? [String: Any])?["line"] as? Int,
+          filePath: (payload["sourceLocation"] as? [String: Any])?["_filePath"] as? String)
       case "event":
         record(event: payload, in: &log)
       default:
