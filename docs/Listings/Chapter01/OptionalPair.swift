@@ -1,17 +1,15 @@
-// Chapter 1, exercise 1.3: the four combinations of an optional pair, as a Result.
-import Foundation
+// Chapter 1, exercise 1.3: a switch over a pair of optionals names all four combinations,
+// and optional patterns bind the values without force-unwrapping. A contact card, not a
+// callback: the exercise's encoder is for you to write.
 
-enum CacheError: Error {
-  case emptyReply
-}
-
-// listing: outcome
-func outcome(_ data: Data?, _ error: (any Error)?) -> Result<Data, any Error> {
-  switch (data, error) {
-  case (let data?, nil): return .success(data)
-  case (nil, let error?): return .failure(error)
-  case (let data?, _?): return .success(data)  // both: here the data wins
-  case (nil, nil): return .failure(CacheError.emptyReply)
+// listing: reach
+/// The line a contact card shows under a name, from whatever the address book knows.
+func howToReach(phone: String?, email: String?) -> String {
+  switch (phone, email) {
+  case (let phone?, nil): return "Call \(phone)"
+  case (nil, let email?): return "Write to \(email)"
+  case (let phone?, let email?): return "Call \(phone) or write to \(email)"
+  case (nil, nil): return "No phone number or e-mail address yet"
   }
 }
 // listing: end
