@@ -22,31 +22,31 @@ final class AvatarLoader: Sendable {
 }
 // listing: end
 
-// listing: gate
-/// A cancel that may come before, during or after the work starts: whichever of `start`
-/// and `cancel` comes second stops the work. Sendable because a Mutex guards its state.
-final class CancelGate<Work: Sendable>: Sendable {
-  private let state = Mutex<(work: Work?, cancelled: Bool)>((nil, false))
-  private let stop: @Sendable (Work) -> Void
+// listing: meeting
+/// Sends a photo once both halves are in: the photo the user picked and a fresh sign-in
+/// token. Each arrives once, from a callback on a thread of its own, in either order, even
+/// at the same moment. Whichever arrives second starts the upload. Sendable because a Mutex
+/// guards its state.
+final class UploadStarter: Sendable {
+  private let arrived = Mutex<(photo: Data?, token: String?)>((nil, nil))
+  private let upload: @Sendable (Data, String) -> Void
 
-  init(stop: @escaping @Sendable (Work) -> Void) { self.stop = stop }
+  init(upload: @escaping @Sendable (Data, String) -> Void) { self.upload = upload }
 
-  var isCancelled: Bool { state.withLock { $0.cancelled } }
-
-  func start(_ work: Work) {
-    let cancelled = state.withLock {
-      $0.work = work
-      return $0.cancelled
+  func photoPicked(_ photo: Data) {
+    let token = arrived.withLock {
+      $0.photo = photo
+      return $0.token  // one step: record my half, and see whether the other is here
     }
-    if cancelled { stop(work) }
+    if let token { upload(photo, token) }  // second to arrive: act, after the lock
   }
 
-  func cancel() {
-    let work = state.withLock {
-      $0.cancelled = true
-      return $0.work
+  func tokenRefreshed(_ token: String) {
+    let photo = arrived.withLock {
+      $0.token = token
+      return $0.photo
     }
-    if let work { stop(work) }
+    if let photo { upload(photo, token) }
   }
 }
 // listing: end
