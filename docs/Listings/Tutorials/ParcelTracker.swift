@@ -1,6 +1,6 @@
 // The parcel-tracking SDK the tutorial starts from. It was written before Swift
-// Concurrency: one call, a completion handler with an optional pair, and a request object
-// that can be cancelled.
+// Concurrency: a request object that is made first and started later, one closure for each
+// way a lookup can end, and a cancel() that works before, during and after the lookup.
 import Foundation
 
 /// Where a parcel is.
@@ -9,60 +9,92 @@ struct TrackingStatus: Sendable, Equatable {
   var delivered: Bool
 }
 
-/// What the tracker reports instead of a status.
-enum TrackingError: Error, Equatable {
+/// Why a lookup ended without a status.
+enum TrackingFailure: Error, Equatable {
   case unknownParcel
-  /// Sent to the completion handler after `TrackingRequest.cancel()`.
+  /// The request was cancelled; see `TrackingRequest.cancel()`.
   case cancelled
 }
 
 final class ParcelTracker: @unchecked Sendable {
-  /// Looks up parcel `number` and calls `completion` exactly once, later, on a queue of the
-  /// tracker's own: with a status, with an error, or, when the server's answer was empty,
-  /// with neither.
-  @discardableResult
-  func track(
-    _ number: String, completion: @escaping (TrackingStatus?, Error?) -> Void
-  ) -> TrackingRequest {
+  /// Makes a request for parcel `number`. Nothing is sent until `start` is called.
+  func makeRequest(for number: String) -> TrackingRequest {
     // listing: elide // …
-    let request = TrackingRequest(completion)
-    DispatchQueue.global().asyncAfter(deadline: .now() + 0.1) {
-      switch number {
-      case "": request.finish(nil, nil)
-      case let known where known.hasPrefix("JD"):
-        request.finish(TrackingStatus(place: "Leeds depot", delivered: false), nil)
-      default: request.finish(nil, TrackingError.unknownParcel)
-      }
-    }
-    return request
+    TrackingRequest(number: number)
     // listing: show
   }
 }
 
-/// One lookup in flight.
+/// One lookup: made, then started once, and cancellable at any moment.
 final class TrackingRequest: @unchecked Sendable {
-  /// Stops the lookup. If it has not answered yet, the completion handler is called at
-  /// once, on the calling thread, with `(nil, TrackingError.cancelled)`.
+  /// Sends the request. Exactly one of the two closures runs, once: `onStatus` with where
+  /// the parcel is, or `onFailure` with why there is no status. They run later, on a queue
+  /// of the tracker's own, unless the request was cancelled before it started: then
+  /// `onFailure(.cancelled)` runs at once, inside this call.
+  func start(
+    onStatus: @escaping (TrackingStatus) -> Void,
+    onFailure: @escaping (TrackingFailure) -> Void
+  ) {
+    // listing: elide // …
+    let cancelledFirst = lock.withLock {
+      guard case .ready = state else { return true }
+      state = .running(onStatus: onStatus, onFailure: onFailure)
+      return false
+    }
+    if cancelledFirst {
+      onFailure(.cancelled)
+      return
+    }
+    let number = self.number
+    DispatchQueue.global().asyncAfter(deadline: .now() + 0.1) { [self] in
+      if number.hasPrefix("JD") {
+        finish(.success(TrackingStatus(place: "Leeds depot", delivered: false)))
+      } else {
+        finish(.failure(.unknownParcel))
+      }
+    }
+    // listing: show
+  }
+
+  /// Stops the lookup. A lookup that is running and has not answered yet calls
+  /// `onFailure(.cancelled)` at once, inside this call, on the calling thread; one that has
+  /// not started yet will call it as soon as it is started; one that has answered already
+  /// is not affected.
   func cancel() {
     // listing: elide // …
-    finish(nil, TrackingError.cancelled)
+    finish(.failure(.cancelled))
     // listing: show
   }
   // listing: hide
 
-  private let lock = NSLock()
-  private var completion: ((TrackingStatus?, Error?) -> Void)?
-
-  fileprivate init(_ completion: @escaping (TrackingStatus?, Error?) -> Void) {
-    self.completion = completion
+  private enum State {
+    case ready
+    case running(
+      onStatus: (TrackingStatus) -> Void, onFailure: (TrackingFailure) -> Void)
+    case done
   }
 
-  fileprivate func finish(_ status: TrackingStatus?, _ error: Error?) {
-    lock.lock()
-    let completion = self.completion
-    self.completion = nil
-    lock.unlock()
-    completion?(status, error)
+  private let number: String
+  private let lock = NSLock()
+  private var state = State.ready
+
+  fileprivate init(number: String) {
+    self.number = number
+  }
+
+  /// Ends the lookup, once: the first call wins. A cancel before the start leaves `.done`
+  /// behind, and `start` then answers `.cancelled` at once.
+  private func finish(_ outcome: Result<TrackingStatus, TrackingFailure>) {
+    let running = lock.withLock { () -> State in
+      let previous = state
+      state = .done
+      return previous
+    }
+    guard case .running(let onStatus, let onFailure) = running else { return }
+    switch outcome {
+    case .success(let status): onStatus(status)
+    case .failure(let failure): onFailure(failure)
+    }
   }
   // listing: show
 }

@@ -8,6 +8,6 @@ func showStatus(of number: String, using tracker: ParcelTracker, show: (String) 
     let status = try await tracker.status(of: number)
     show(status.delivered ? "Delivered" : "At \(status.place)")
   } catch {
-    show("Could not track it: \(error)")  // (nil, nil) arrives here too
+    show("Could not track it: \(error)")
   }
 }

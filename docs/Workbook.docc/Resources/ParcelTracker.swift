@@ -1,6 +1,6 @@
 // The parcel-tracking SDK the tutorial starts from. It was written before Swift
-// Concurrency: one call, a completion handler with an optional pair, and a request object
-// that can be cancelled.
+// Concurrency: a request object that is made first and started later, one closure for each
+// way a lookup can end, and a cancel() that works before, during and after the lookup.
 import Foundation
 
 /// Where a parcel is.
@@ -9,29 +9,37 @@ struct TrackingStatus: Sendable, Equatable {
   var delivered: Bool
 }
 
-/// What the tracker reports instead of a status.
-enum TrackingError: Error, Equatable {
+/// Why a lookup ended without a status.
+enum TrackingFailure: Error, Equatable {
   case unknownParcel
-  /// Sent to the completion handler after `TrackingRequest.cancel()`.
+  /// The request was cancelled; see `TrackingRequest.cancel()`.
   case cancelled
 }
 
 final class ParcelTracker: @unchecked Sendable {
-  /// Looks up parcel `number` and calls `completion` exactly once, later, on a queue of the
-  /// tracker's own: with a status, with an error, or, when the server's answer was empty,
-  /// with neither.
-  @discardableResult
-  func track(
-    _ number: String, completion: @escaping (TrackingStatus?, Error?) -> Void
-  ) -> TrackingRequest {
+  /// Makes a request for parcel `number`. Nothing is sent until `start` is called.
+  func makeRequest(for number: String) -> TrackingRequest {
     // …
   }
 }
 
-/// One lookup in flight.
+/// One lookup: made, then started once, and cancellable at any moment.
 final class TrackingRequest: @unchecked Sendable {
-  /// Stops the lookup. If it has not answered yet, the completion handler is called at
-  /// once, on the calling thread, with `(nil, TrackingError.cancelled)`.
+  /// Sends the request. Exactly one of the two closures runs, once: `onStatus` with where
+  /// the parcel is, or `onFailure` with why there is no status. They run later, on a queue
+  /// of the tracker's own, unless the request was cancelled before it started: then
+  /// `onFailure(.cancelled)` runs at once, inside this call.
+  func start(
+    onStatus: @escaping (TrackingStatus) -> Void,
+    onFailure: @escaping (TrackingFailure) -> Void
+  ) {
+    // …
+  }
+
+  /// Stops the lookup. A lookup that is running and has not answered yet calls
+  /// `onFailure(.cancelled)` at once, inside this call, on the calling thread; one that has
+  /// not started yet will call it as soon as it is started; one that has answered already
+  /// is not affected.
   func cancel() {
     // …
   }
