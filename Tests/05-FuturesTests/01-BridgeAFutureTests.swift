@@ -1,5 +1,6 @@
 import CoroutineKit
 import Dispatch
+import Foundation
 import LegacyKit
 import Testing
 import WorkbookTesting
@@ -25,6 +26,20 @@ private let failureHint =
   "a failed future never resumed its awaiter; whenSuccess only hears about values, "
   + "whenComplete hears about errors and cancellations too"
 
+/// The contract of `CoFuture.value`: each path, what the awaiter and the future see, and the
+/// test that checks it (— where a column does not apply, and why).
+///
+/// | path | result, error | the future, other awaiters | thread, timing |
+/// | --- | --- | --- | --- |
+/// | completes later, at once, on another thread, twice | its value: `returnsTheValue` | — | — |
+/// | already has a value | its value, at once: `returnsAtOnceWhenComplete` | — | — |
+/// | fails | its error: `throwsTheError` | — | — |
+/// | cancelled by its owner, before or while awaited | `CoFutureError.cancelled`, not `CancellationError`: `throwsWhenCancelledBefore`, `throwsWhenCancelledDuring` | — | — |
+/// | computed by a coroutine, or mapped | its value: `coroutineFutures` | — | — |
+/// | many awaiters, early and late | each the value: `manyAwaiters` | — | 200 waiters hold no thread each: `waitersHoldNoThreads` |
+/// | the awaiting task is cancelled | the value or `CancellationError`, and it ends: `cancelledAwaiterLeavesTheFuture` | not cancelled; the others get the value: `cancelledAwaiterLeavesTheFuture` | — |
+/// | completed on the awaiter's own thread | its value: `suspendsInsteadOfBlocking` | — | suspends instead of blocking: `suspendsInsteadOfBlocking`; once, no polling: `doesNotPoll` |
+/// | cancelled after it returned | — nothing is left to cancel: `value` registers nothing that outlives it | | |
 @Suite("5.1 Bridge a future")
 struct BridgeAFutureTests {
   @Test("Returns the value of the future, whenever it arrives", arguments: scripts)
@@ -196,6 +211,44 @@ struct BridgeAFutureTests {
     #expect(forecast == "sunny")
   }
 
+  @Test("200 tasks awaiting one future hold no thread each while they wait")
+  func waitersHoldNoThreads() async throws {
+    #if os(Linux)
+    let future = CoPromise<Int>()
+    let waiters = 200
+    let before = threadCount()
+    // On a thread of their own, so that a `value` that blocks its thread holds that one
+    // thread only, not the pool the other tests need.
+    let executor = OneThreadExecutor()
+    let tasks = (0..<waiters).map { _ in
+      Task(executorPreference: executor) { try await future.value }
+    }
+    // A waiter that parks a thread of its own adds one thread each; give them time to.
+    let grew = await eventually(within: .milliseconds(500)) {
+      threadCount() - before >= waiters / 2
+    }
+    let added = threadCount() - before
+    future.success(7)
+    let values = try await withDeadline(
+      .seconds(5), "\(waiters) awaits of future.value", hint: valueHint
+    ) {
+      var values: [Int] = []
+      for task in tasks { values.append(try await task.value) }
+      return values
+    }
+
+    #expect(
+      !grew,
+      """
+      while \(waiters) tasks awaited one future, the process gained \(added) threads: each \
+      await parks a thread of its own (a coroutine blocked in await(), say) instead of \
+      suspending. Threads are few and costly; a screen with a thousand cells waiting for \
+      images would need a thousand of them
+      """)
+    #expect(values == Array(repeating: 7, count: waiters))
+    #endif
+  }
+
   @Test("Suspends once until the future calls back, instead of polling it")
   func doesNotPoll() async throws {
     let future = scriptedFuture(.success("cloudy"), .later(.milliseconds(500)))
@@ -219,3 +272,14 @@ struct BridgeAFutureTests {
     #expect(forecast == "cloudy")
   }
 }
+
+#if os(Linux)
+/// The number of threads this process has now (Linux's /proc).
+private func threadCount() -> Int {
+  guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+    let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Threads:") }),
+    let count = Int(line.dropFirst("Threads:".count).trimmingCharacters(in: .whitespaces))
+  else { return 0 }
+  return count
+}
+#endif

@@ -112,6 +112,23 @@ private func isCancellation(_ result: Result<some Any, any Error>) -> Bool {
   return false
 }
 
+/// The contract of `Promise`: each path, what the awaiters and the completers see, and the
+/// test that checks it (— where a column does not apply, and why).
+///
+/// | path | awaiter's result, error | completer's answer, awaiters kept | thread, timing |
+/// | --- | --- | --- | --- |
+/// | fulfilled later | the value: `awaiterGetsTheValue` | — | fulfilled at once, later, from another thread: `awaiterGetsTheValue` |
+/// | completed twice | the first result: `firstResultWins` | later attempts ignored and `false`: `firstResultWins`; one winner of many threads at once: `oneOfManyWins` | — |
+/// | failed | its error, to early and late awaiters: `failureReachesEveryone` | — | — |
+/// | many awaiters | each the one value: `manyAwaiters` | — | — |
+/// | awaited after it has its value | at once: `lateAwaitersReturnAtOnce` | nothing stored: `lateAwaitersReturnAtOnce` | — |
+/// | an awaiter is cancelled while it waits | `CancellationError` at once: `cancelledAwaiterLeavesTheOthers` | the others keep waiting: `cancelledAwaiterLeavesTheOthers` | — |
+/// | the task is cancelled before it awaits | `CancellationError` at once: `alreadyCancelledAwaiter` | — | — |
+/// | cancelled at any moment | every awaiter ends: `cancellationRace` | none left stored: `cancellationRace` | — |
+/// | cancelled as the promise completes | one of the two, once: `cancelledAfterResumed` | — | no deadlock: `completionRacesCancellation` |
+/// | awaiters arrive as it completes | none lost: `arrivalsRaceTheResult` | — | — |
+/// | completions, arrivals and cancels from random threads | each the one result: `stress`, `randomThreadsRace` | — | — |
+/// | cancelled between the awaiter's cancelled check and its store | — the races above cross it, but no test can widen a gap with no call in it: the check under the store's lock is the hints' point | | |
 @Suite("5.2 Build a promise")
 struct BuildAPromiseTests {
   @Test(

@@ -90,6 +90,16 @@ private let priceHint =
 private let failureHint =
   "when one request fails, tripPrice(for:using:) must throw its error"
 
+/// The contract of `tripPrice(for:using:)`: each path, what the caller and the pricing
+/// service see, and the test that checks it (— where a column does not apply, and why).
+///
+/// | path | result, error | requests (started, running, cancelled) | timing |
+/// | --- | --- | --- | --- |
+/// | both prices arrive, in either order | their sum: `addsBothPrices` | — | — |
+/// | both requests | — | each starts before the other ends: `asksForBothAtOnce` | the longer of the two, not the sum: `asksForBothAtOnce` |
+/// | one request fails | its error: `failureEndsBoth` | none still running after the call: `failureEndsBoth` | — the call may first wait for the request it awaits first (`async let` awaits in order) |
+/// | the caller is cancelled | `CancellationError`: `cancellingTheCallerCancelsBoth` | both see it: `cancellingTheCallerCancelsBoth` | — |
+/// | cancelled after it returned | — the requests have ended with the call | | |
 @Suite("5.3 Two at once")
 struct TwoAtOnceTests {
   @Test(

@@ -95,6 +95,17 @@ private let ratesHint =
 private let failureHint =
   "when one request fails, nightlyRates(at:using:) must throw its error at once"
 
+/// The contract of `nightlyRates(at:using:)`: each path, what the caller and the rate
+/// service see, and the test that checks it (— where a column does not apply, and why).
+///
+/// | path | result, error | requests (started, running, cancelled) | timing |
+/// | --- | --- | --- | --- |
+/// | rates arrive in any order | in the hotels' order: `keepsTheOrder`; a hotel listed twice, in both places: `aHotelListedTwice` | — | — |
+/// | every hotel | — | all running before any ends: `asksForEveryRateAtOnce` | — |
+/// | no hotels | `[]`: `noHotels` | none made: `noHotels` | — |
+/// | a request fails | its error: `firstFailureCancelsTheRest`; the first in time, not in the list: `firstErrorInTime` | the rest cancelled, none left running: `firstFailureCancelsTheRest` | at once: `firstErrorInTime` |
+/// | the caller is cancelled | `CancellationError`: `cancellingTheCallerCancelsEveryRequest` | every request sees it: `cancellingTheCallerCancelsEveryRequest` | — |
+/// | cancelled after it returned | — the requests have ended with the call | | |
 @Suite("5.4 Many at once")
 struct ManyAtOnceTests {
   @Test("Returns every rate in the order of the hotels, whatever order they arrive in")
@@ -117,6 +128,23 @@ struct ManyAtOnceTests {
     #expect(
       rates == [110, 95, 140, 85, 70],
       "rates[i] is the rate of hotels[i], not the i-th rate to arrive")
+  }
+
+  @Test("A hotel listed twice gets its rate in both of its places")
+  func aHotelListedTwice() async throws {
+    let service = FakeRates(["Alfama": .rate(110), "Baixa": .rate(95)])
+
+    let rates = try await withDeadline(.seconds(2), "nightlyRates(at:using:)", hint: ratesHint) {
+      try await nightlyRates(at: hotels("Alfama", "Baixa", "Alfama"), using: service)
+    }
+
+    #expect(
+      rates == [110, 95, 110],
+      """
+      the list Alfama, Baixa, Alfama got the rates \(rates): rates[i] is the rate of \
+      hotels[i], and a hotel may be listed twice (two rooms, two stays). A result that says \
+      only which hotel it is for cannot tell its two places apart, so one of them kept no rate
+      """)
   }
 
   @Test("Asks for every rate at once: all requests run before any has finished")
@@ -187,6 +215,40 @@ struct ManyAtOnceTests {
     #expect(
       log.running.isEmpty,
       "\(log.running.sorted()) still running after the call had ended: no request may outlive it")
+  }
+
+  @Test("Cancelling the caller cancels every request still running")
+  func cancellingTheCallerCancelsEveryRequest() async throws {
+    let service = FakeRates([
+      "Alfama": .rateUnlessCancelled(110),
+      "Baixa": .rateUnlessCancelled(95),
+      "Chiado": .rateUnlessCancelled(140),
+    ])
+    let caller = Task {
+      try await nightlyRates(at: hotels("Alfama", "Baixa", "Chiado"), using: service)
+    }
+    let allStarted = await eventually { service.log.value.started.count == 3 }
+
+    caller.cancel()
+    let result = try await withDeadline(
+      .seconds(2), "nightlyRates(at:using:) after its task was cancelled",
+      hint: "the requests did not see the caller's cancellation"
+    ) {
+      await caller.result
+    }
+
+    #expect(allStarted, "the three requests should all be running before any has an answer")
+    #expect(throws: CancellationError.self) { try result.get() }
+    let notCancelled = ["Alfama", "Baixa", "Chiado"].filter {
+      !service.log.value.cancelled.contains($0)
+    }
+    #expect(
+      notCancelled.isEmpty,
+      """
+      the caller was cancelled, but the requests for \(notCancelled.joined(separator: ", ")) \
+      were not: a request made from a task the call does not own runs on after the call, \
+      for nobody
+      """)
   }
 
   @Test("Throws the error that happens first, not the first in the list")

@@ -32,6 +32,18 @@ private let callerCancelledHint =
   + "cancellation on to the legacy future (withTaskCancellationHandler, onCancel: cancel()) "
   + "so that it completes with .cancelled"
 
+/// The contract of `CoFuture.value(timeout:)`: each path, what the caller and the future
+/// see, and the test that checks it (— where a column does not apply, and why).
+///
+/// | path | result, error | the future | thread, timing |
+/// | --- | --- | --- | --- |
+/// | completes in time | its value: `returnsTheValueInTime` | — | — |
+/// | fails in time | its own error: `throwsTheErrorInTime` | — | — |
+/// | completed on the caller's own thread | its value: `suspendsInsteadOfBlocking` | — | suspends instead of blocking: `suspendsInsteadOfBlocking` |
+/// | the deadline passes | `TimeoutError`: `timesOutAndCancels` | cancelled: `timesOutAndCancels` | at the deadline, not when the future completes later: `doesNotWaitForALateFuture` |
+/// | the caller is cancelled | an error (the cancellation or the future's): `cancellingTheCallerCancelsTheFuture` | cancelled: `cancellingTheCallerCancelsTheFuture` | — |
+/// | cancelled by its owner | `CoFutureError.cancelled`: `cancelledByItsOwner` | — | — |
+/// | cancelled after it returned | — nothing is left: the timer ends with the call | | |
 @Suite("5.5 Deadline")
 struct FutureDeadlineTests {
   @Test("Returns the value when the future completes in time", arguments: inTime)

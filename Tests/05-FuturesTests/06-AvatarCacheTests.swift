@@ -135,6 +135,7 @@ private func results(
 /// | cancelled at any moment as it begins to wait | `CancellationError`, at once: `cancelledAsItBeginsToWait` | the download goes on | a cancel at a random moment of the caller's first microseconds, from another thread: `cancelledAsItBeginsToWait` |
 /// | two callers at the very same moment | the avatar each | one download: `simultaneousCallersShareOneDownload` | released together on two threads, random offsets: `simultaneousCallersShareOneDownload` |
 /// | cancelled as the download answers | — the avatar or `CancellationError`: the task states no preference | | |
+/// | cancelled between its cancelled check and storing its continuation | — `cancelledAsItBeginsToWait` crosses that gap at random, but no test can widen a gap with no call in it: the check under the store's lock is the hints' point | | |
 @Suite("5.6 Avatar cache")
 struct AvatarCacheTests {
   @Test(
