@@ -36,7 +36,11 @@ extension LocationUpdatesTests {
 
       let locations = seen.value
       if locations != Array(route.prefix(locations.count)) {
-        problems.append("round \(round): the locations are not the route's first ones, in order")
+        problems.append(
+          "round \(round): the locations are not the route's first ones, in order (the stream "
+            + "promises every location, oldest first, even to a loop that reads slower than the "
+            + "receiver reports: none dropped by a buffer, none passed on out of order, and work "
+            + "handed to a task of its own may run in any order)")
       }
       if receiver.startCount != 1 {
         problems.append("round \(round): the receiver was started \(receiver.startCount) times")

@@ -95,6 +95,19 @@ private func everything(
   }
 }
 
+/// The contract of `locationUpdates(from:)`: each path, what the loop and the receiver see,
+/// and the test that checks it (— where a column does not apply, and why). Tests whose name
+/// is in the stress file are in `01-LocationUpdatesStressTests.swift`.
+///
+/// | path | locations (count, order) | end, error | receiver (running, delegate) | thread, timing |
+/// | --- | --- | --- | --- | --- |
+/// | locations reported, the loop breaks | every one, in order: `yieldsEveryLocation` | — | stopped, delegate let go: `stopsWhenTheLoopBreaks` | inside `start`, on its queue, later: `yieldsEveryLocation` |
+/// | 300, then a failure, to a slow loop | all, in order, none after the end: `everyLocationBeforeTheFailure` | the error after them: `everyLocationBeforeTheFailure` | — | one batch inside `start`, or one by one: `everyLocationBeforeTheFailure` |
+/// | the receiver fails | the ones before it: `endsWithTheError` | throws its error: `endsWithTheError`; at once when it is the first reading: `endsAtOnceWhenTheFirstReadingFails` | stopped at the failure, even inside `start`: `stopsAtTheFailure` | — |
+/// | the task is cancelled, before or after the first fix | — | the loop ends: `stopsWhenTheTaskIsCancelled` | stopped: `stopsWhenTheTaskIsCancelled` | from other threads at random moments, in order and stopped: `cancelledAtRandomMoments` |
+/// | the stream is dropped unread | — | — | stopped: `stopsWhenTheStreamIsDropped` | — |
+/// | a second stream after the first ended | its own locations: `streamsAgain` | — | started again: `streamsAgain` | — |
+/// | two streams at once on one receiver | — the receiver has one delegate: one stream at a time, by its contract | | | |
 @Suite("4.1 Location updates")
 struct LocationUpdatesTests {
   @Test("Yields every location the receiver reports, in order, one at a time", arguments: scripts)

@@ -103,3 +103,59 @@ extension NotificationsTests {
           + "change: remove the observer in the continuation's onTermination"))
   }
 }
+
+extension NotificationsTests {
+  @Test("3,000 changes posted from one thread, microseconds apart: every level once, in order")
+  func everyLevelInOrder() async throws {
+    let levels = Array(1...3_000)
+    let loopThread = OneThreadExecutor()
+    var problems: [String] = []
+
+    // Gaps of a few microseconds between posts: the spacing at which work handed from each
+    // post to a task of its own gets run by two threads of the pool at once.
+    let gaps = [5_000, 10_000, 20_000, 2_000]
+    let rounds = stressAmount(grading: 4, verify: 16)
+    for (round, gap) in (0..<rounds).map({ ($0, gaps[$0 % gaps.count]) }) {
+      let battery = Battery(
+        level: 0, notificationCenter: NotificationCenter(), script: .synchronously)
+      let stream = levelChanges(of: battery)
+      let poster = Thread {
+        for level in levels {
+          battery.simulateChanges(to: [level])
+          let start = DispatchTime.now().uptimeNanoseconds
+          while DispatchTime.now().uptimeNanoseconds - start < UInt64(gap) {}
+        }
+      }
+      poster.start()
+      // The loop on a thread of its own, and the pool left whole (no pool check): work
+      // handed to tasks gets both of its threads, as in an app.
+      let seen = try await withDeadline(
+        .seconds(5), "a loop over 3,000 level changes",
+        hint: "the observer block must yield battery.level for every change; is a yield lost?",
+        on: loopThread, checksPool: false
+      ) {
+        var seen: [Int] = []
+        for await level in stream {
+          seen.append(level)
+          if seen.count == levels.count { break }
+        }
+        return seen
+      }
+      if seen != levels {
+        let wrong = zip(seen, levels).first { $0 != $1 }
+        problems.append(
+          "round \(round + 1): the loop got the levels out of the order they were posted"
+            + (wrong.map { " (\($0.0) where \($0.1) was due)" } ?? ""))
+        break
+      }
+    }
+
+    #expect(
+      problems.isEmpty,
+      because(
+        "the stream promises every level the battery posts, oldest first: "
+          + "\(problems.joined(separator: "; ")). A battery gauge fed by this stream could end "
+          + "on a stale level. Pass each level on before the observer block returns: work "
+          + "handed to a task of its own may run in any order"))
+  }
+}

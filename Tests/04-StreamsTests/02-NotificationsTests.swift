@@ -89,6 +89,20 @@ private func readsAfterTheEnd(of battery: Battery) async -> Int {
   return battery.levelReadCount - reads
 }
 
+/// The contract of `levelChanges(of:)`: each path, what the loop and the center see, and
+/// the test that checks it (— where a column does not apply, and why). Tests whose name is
+/// in the stress file are in `02-NotificationsStressTests.swift`.
+///
+/// | path | levels (count, order) | end | observer | thread, timing |
+/// | --- | --- | --- | --- | --- |
+/// | changes posted, the loop breaks | each new level, in order: `yieldsEachLevel` | — notifications never end: the loop ends the stream | removed: `removesTheObserverWhenTheLoopBreaks` | inside `post`, on the battery's queue, later; the level read in the block that was posted: `yieldsEachLevel` |
+/// | 3,000 changes, microseconds apart | all, once each, in order: `everyLevelInOrder` | — | — | from one thread of their own: `everyLevelInOrder` |
+/// | changes from many threads at once | each exactly once: `postsFromManyThreads` | — | — | four posting threads: `postsFromManyThreads` |
+/// | the task is cancelled, before or after a change | — | the loop ends: `removesTheObserverWhenTheTaskIsCancelled` | removed: `removesTheObserverWhenTheTaskIsCancelled` | in a storm of posts from other threads: `endsDuringAStorm` |
+/// | the stream is dropped unread | — | — | removed: `removesTheObserverWhenTheStreamIsDropped` | — |
+/// | another battery changes | none of its levels: `listensToItsOwnBatteryOnly` | — | — | — |
+/// | two streams at once, one ends | the other gets every change: `streamsAreIndependent` | — | the other's stays: `streamsAreIndependent` | — |
+/// | a failure | — a notification cannot fail | | | |
 @Suite("4.2 Notifications")
 struct NotificationsTests {
   @Test("Yields the new level after each change, in order", arguments: scripts)
@@ -153,6 +167,24 @@ struct NotificationsTests {
       because(
         "after the task was cancelled, \(stray) changes still reached an observer block: "
           + "remove the observer in the continuation's onTermination"))
+  }
+
+  @Test("Removes its observer when the stream is dropped without being iterated")
+  func removesTheObserverWhenTheStreamIsDropped() async throws {
+    let battery = makeBattery()
+    do {
+      // Made and let go at once, as a screen that closes before its loop starts does.
+      _ = levelChanges(of: battery)
+    }
+
+    let stray = await readsAfterTheEnd(of: battery)
+
+    #expect(
+      stray == 0,
+      because(
+        "a stream nobody iterates was dropped, and \(stray) later changes still reached an "
+          + "observer block: the stream's end (dropping it ends it too) must remove the "
+          + "observer, or the center keeps the block, and the battery, for as long as it lives"))
   }
 
   @Test("Listens to its own battery only")

@@ -51,6 +51,19 @@ private func first(
   }
 }
 
+/// The contract of `ticks(of:every:)`: each path, what the loop and the timer see, and the
+/// test that checks it (— where a column does not apply, and why).
+///
+/// | path | ticks (numbers, order) | end | timer | timing |
+/// | --- | --- | --- | --- | --- |
+/// | ticks read, the loop breaks | numbered from 1, in order: `ticksComeInOrder` | — | cancelled: `cancelsWhenTheLoopBreaks` | the first an interval from now, then one per interval: `ticksComeInOrder` |
+/// | a slow loop | the newest tick, no backlog: `aSlowConsumerGetsTheNewestTick` | — | — | — |
+/// | a timer firing every 50 µs | never a tick after a newer one: `fastTicksNeverGoBack` | — | — | — |
+/// | the task is cancelled | — | the loop ends: `cancelsWhenTheTaskIsCancelled` | cancelled: `cancelsWhenTheTaskIsCancelled` | — |
+/// | the stream is dropped unread | — | — | cancelled: `cancelsWhenTheStreamIsDropped` | — |
+/// | somebody else cancels the timer | — | the stream ends: `endsWhenTheTimerIsCancelled` | — | — |
+/// | a second stream on the same timer | — a cancelled source cannot be restarted: one stream per timer | | | |
+/// | a failure | — a timer cannot fail | | | |
 @Suite("4.3 Timer ticks")
 struct TimerTicksTests {
   @Test("Ticks come in order, numbered from 1, the first one an interval from now")
@@ -98,6 +111,51 @@ struct TimerTicksTests {
     #expect(
       age! < interval * 7,
       "the tick the consumer got after its pause had fired \(age!) before: keep only the newest")
+  }
+
+  @Test("A timer firing every 50 µs: each tick the loop reads is newer than the one before")
+  func fastTicksNeverGoBack() async throws {
+    let loopThread = OneThreadExecutor()
+    var problems: [String] = []
+
+    for round in 1...3 {
+      let timer = TestTimer()
+      defer { timer.dispose() }
+      // The loop on a thread of its own, and the pool left whole (no pool check): work
+      // handed to tasks gets both of its threads, as in an app.
+      let (read, wentBack) = try await withDeadline(
+        .seconds(3), "the loop over ticks(of:every:) at 50 µs", hint: ticksHint,
+        on: loopThread, checksPool: false
+      ) {
+        var read = 0
+        var last = 0
+        var wentBack: [(Int, Int)] = []
+        let start = ContinuousClock.now
+        // A loop that reads as fast as it can for 300 ms.
+        for await tick in ticks(of: timer.source, every: .microseconds(50)) {
+          if tick.number <= last { wentBack.append((last, tick.number)) }
+          last = max(last, tick.number)
+          read += 1
+          if ContinuousClock.now - start > .milliseconds(300) { break }
+        }
+        return (read, wentBack)
+      }
+      if let (newer, older) = wentBack.first {
+        problems.append(
+          "round \(round): of \(read) ticks read, \(wentBack.count) came after a newer one "
+            + "(tick \(older) after tick \(newer))")
+        break
+      }
+    }
+
+    #expect(
+      problems.isEmpty,
+      """
+      the stream promises the newest tick: a tick must never reach the loop after a newer one \
+      did: \(problems.joined(separator: "; ")). A progress display fed by it would jump \
+      back. Pass each tick on before the timer's handler returns: work handed to a task of its \
+      own may run in any order
+      """)
   }
 
   @Test("Cancels the timer when the loop breaks")

@@ -143,6 +143,18 @@ enum Pieces: String, CaseIterable, CustomStringConvertible {
   var description: String { rawValue }
 }
 
+/// The contract of `lines(from:)`: each path, what the loop and the file handle see, and the
+/// test that checks it (— where a column does not apply, and why).
+///
+/// | path | lines (count, order, content) | end | readability handler | thread, timing |
+/// | --- | --- | --- | --- | --- |
+/// | text read to end of file | every line, however it is cut into reads: `yieldsEveryLine`; a line across reads: `joinsALineCutIntoReads`; empty lines: `keepsEmptyLines`; a character cut in two: `keepsACharacterCutInTwo` | at end of file: `endsAtEndOfFile`; the text after the last line feed first: `yieldsTheLastLineWithoutALineFeed` | removed: `endsAtEndOfFile` | — reads arrive on Dispatch's threads, as the real handle calls |
+/// | 300 lines in one read, a slow loop | all of them: `everyLineOfABigRead` | — | — | — |
+/// | the loop breaks before end of file | — | — | removed: `removesTheHandlerWhenTheLoopBreaks` | — |
+/// | the task is cancelled | — | the loop ends: `removesTheHandlerWhenTheTaskIsCancelled` | removed: `removesTheHandlerWhenTheTaskIsCancelled` | — |
+/// | a read error | — the handler reports none: an empty read is the end of file | | | |
+/// | a second stream on one handle | — a handle has one readability handler: one stream at a time | | | |
+///
 /// One test at a time: Foundation's readability handlers on Linux share a libdispatch event
 /// loop that has been known to crash when many of them are torn down at once.
 ///

@@ -55,6 +55,19 @@ private func numbers(
   }
 }
 
+/// The contract of `samples(from:keepingNewest:)`: each path, what the loop and the hub see,
+/// and the test that checks it (— where a column does not apply, and why). Tests whose name
+/// is in the stress file are in `05-PressureStressTests.swift`.
+///
+/// | path | samples (count, order) | end | hub (receipts, running) | thread, timing |
+/// | --- | --- | --- | --- | --- |
+/// | nobody reads while the hub sends | the newest `capacity`, in order: `keepsTheNewestSamples` | — | each sample's receipt, kept or the one really lost: `keepsTheNewestSamples` | inside `startMeasuring`, on its queue, later: `keepsTheNewestSamples` |
+/// | the hub's session ends | each sample received or reported lost: `endsAfterTheLastSample` | after the last sample: `endsAfterTheLastSample` | — | — |
+/// | the loop breaks | — | — | stopped at its next sample (`.closed`): `stopsTheHubWhenTheLoopBreaks` | — |
+/// | the task is cancelled | — | the loop ends: `stopsTheHubWhenTheTaskIsCancelled` | stopped at its next sample: `stopsTheHubWhenTheTaskIsCancelled` | — |
+/// | sessions read slowly and ended every way at random moments | in order, nothing lost unreported: `sessionsEndedAtRandom` | — | stopped: `sessionsEndedAtRandom` | from other threads: `sessionsEndedAtRandom` |
+/// | a second session after the first | its own samples: `streamsAgain` | — | started again: `streamsAgain` | — |
+/// | a failure | — the hub reports none: a session only ends | | | |
 @Suite("4.5 Pressure")
 struct PressureTests {
   @Test(
