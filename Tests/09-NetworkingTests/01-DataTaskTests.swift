@@ -14,16 +14,16 @@ import FoundationNetworking
 ///
 /// | path | result / error | released | resumes | thread, timing |
 /// | --- | --- | --- | --- | --- |
-/// | 2xx (200…299, 204 empty) | the body, unchanged: `returnsTheBody`, `everySuccessStatus` | connection kept for reuse (session's) | once | `slowAnswerDoesNotBlock`: suspends, no thread held |
-/// | 3xx, 4xx, 5xx | `BadStatus(code)`: `badStatusThrows` | — (a complete response) | once | — |
-/// | dropped, truncated | the session's `URLError`: `droppedConnectionThrows`, `truncatedBodyThrows` | server closed it | once | — |
-/// | cancel before the call | `CancellationError`, no request left open: `alreadyCancelled` | — | once | — |
-/// | cancel while the data task is created | `CancellationError`, the data task cancelled: `cancelWhileCreating` | connection closed | once | — |
-/// | cancel as the data task is stored | the data task cancelled, never lost: `cancelWhileStoring` (aimed race) | — | once | — |
-/// | cancel in flight | `CancellationError`: `cancellationReachesTheServer` | server sees the close | once | — |
-/// | cancel as the answer arrives | `CancellationError`, not the data nor `BadStatus`: `lateAnswerAfterCancel` | — | once | — |
+/// | 2xx (200…299, 204 empty) | the body, unchanged: `returnsTheBody`, `everySuccessStatus`, late headers: `slowHeaders` | — (a complete answer: the session keeps the connection for reuse) | once | suspends, no thread held: `slowAnswerDoesNotBlock` |
+/// | 3xx, 4xx, 5xx | `BadStatus(code)`: `badStatusThrows` | — (a complete answer) | once | — (the same completion path as a 2xx) |
+/// | dropped, truncated | the session's `URLError`: `droppedConnectionThrows`, `truncatedBodyThrows` | — (the server closed it) | once | — (as a 2xx) |
+/// | cancel before the call | `CancellationError`: `alreadyCancelled` | — (no request is left running: the test would never end) | once | — (nothing to wait for) |
+/// | cancel while the data task is created | `CancellationError`, the data task cancelled: `cancelWhileCreating` | — (offline data task: no connection) | once | — |
+/// | cancel as the data task is stored | the data task cancelled, never lost: `cancelWhileStoring` (aimed race) | — (offline data task) | once | the cancel from another thread, in the gap: `cancelWhileStoring` |
+/// | cancel in flight | `CancellationError`: `cancellationReachesTheServer` | the server sees the close: `cancellationReachesTheServer` | once | — |
+/// | cancel as the answer arrives | `CancellationError`, not the data nor `BadStatus`: `lateAnswerAfterCancel` | — (the answer is complete) | once | — |
 /// | a second call after a cancel or a failure | its own body: `callsDoNotShareState` | — | once each | — |
-/// | two calls at once, one cancelled | the other gets its body; only the cancelled one's connection closes: `callsDoNotShareState` | — | once each | — |
+/// | two calls at once, one cancelled | the other gets its body: `callsDoNotShareState` | only the cancelled one's connection closes: `callsDoNotShareState` | once each | — |
 /// | listener leaving, second listener | — (one call, one caller: no stream) | — | — | — |
 @Suite("9.1 Data task")
 struct DataTaskTests {
@@ -148,7 +148,7 @@ struct DataTaskTests {
     }
     #expect(
       error is URLError,
-      "throw the session's own error (a URLError) for a dropped connection, not \(String(describing: error))"
+      "throw the session's own error (a URLError) for a dropped connection, not \(error.map { "\($0)" } ?? "nothing")"
     )
   }
 

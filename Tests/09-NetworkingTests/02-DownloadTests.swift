@@ -97,20 +97,28 @@ private func received(_ events: [DownloadEvent]) -> [Int64] {
   }
 }
 
+/// What a download that ended without its file is told.
+private func noFile(_ download: String, _ events: [DownloadEvent]) -> Comment {
+  Comment(
+    rawValue: "\(download) ended without .finished(file) (last event: "
+      + "\(String(describing: events.last))): the file must be in the stream, after the "
+      + "progress, before the session's last callback (didCompleteWithError) ends it; work "
+      + "handed on to run later comes after that end, and is lost")
+}
+
 /// The contract of `download(from:configuration:)`, path by path, and the test that pins
 /// each cell ("—": does not apply, and why).
 ///
 /// | path | events, end | released | order, count | thread, timing |
 /// | --- | --- | --- | --- | --- |
-/// | 2xx (200…299) | progress, then `.finished(file)` with the body, then the end: `progressThenFile`, `everySuccessStatus` | connection closed when it ends: `nothingLeaks` | progress rising to the total; `.finished` once, last: `progressThenFile`, `slowListenerGetsEverything` | a listener that reads late (pool busy) still gets all, in order: `slowListenerGetsEverything` |
-/// | size unknown | `expected` is -1: `unknownSize` | — | — | — |
-/// | the file | outlives the delegate method (the test deletes the session's temporary file as Apple's session does) and is not the session's temporary file: `fileOutlivesTheDelegate` | the caller owns it | a second download of the same URL, after or at once, gets a file of its own, the first left whole: `sameURLTwice` | — |
-/// | 3xx, 4xx, 5xx | no `.finished`; throws `DownloadFailed(status)`: `badStatusThrows` | connection closed: `nothingLeaks` | — | — |
-/// | dropped mid-body | throws the session's `URLError`: `droppedConnectionThrows` | server closed it | — | — |
-/// | listener breaks | the download is cancelled: `stoppingCancels` | connection closed: `stoppingCancels`, `nothingLeaks` | — | — |
-/// | listener's task cancelled | the stream ends, the download is cancelled: `cancellingEnds` | connection closed: `cancellingEnds` | — | — |
-/// | two downloads at once | each its own events and file: `sameURLTwice` | — | — | — |
-/// | every end (finished, 404, 500, dropped, listener left, listener's task cancelled) | — | the session invalidated, its delegate let go: `sessionInvalidatedOnEveryPath` (FoundationNetworking frees a session once its last task is over, invalidated or not; `SessionWitness` keeps each one alive, as Apple's URLSession does until it is invalidated) | — | — |
+/// | 2xx (200…299) | progress, then `.finished(file)` with the body, then the end: `progressThenFile`, `everySuccessStatus` | connection closed when it ends: `nothingLeaks`; session invalidated: `sessionInvalidatedOnEveryPath` | progress rising to the total (`received` is the running total); `.finished` once, last: `progressThenFile`, `slowListenerGetsEverything` | a listener that reads late (no task can run meanwhile) still gets all, in order: `slowListenerGetsEverything` |
+/// | size unknown | `expected` is -1: `unknownSize` | — (as a 2xx) | — (as a 2xx) | — (as a 2xx) |
+/// | the file | outlives the delegate method (the test deletes the session's temporary file as Apple's session does) and is not the session's temporary file: `fileOutlivesTheDelegate` | the caller owns it: `sameURLTwice` (a later download leaves it whole) | a second download of the same URL, after or at once, gets a file of its own: `sameURLTwice` | in the stream before the session's last callback ends it: `slowListenerGetsEverything` |
+/// | 3xx, 4xx, 5xx | no `.finished`, not even before the error: `noFileBeforeTheFailure`; throws `DownloadFailed(status)`: `badStatusThrows` | connection closed: `nothingLeaks`; session invalidated: `sessionInvalidatedOnEveryPath` | — (no events but progress) | — |
+/// | dropped mid-body | throws the session's `URLError`: `droppedConnectionThrows` | session invalidated: `sessionInvalidatedOnEveryPath` (the server closed the connection) | — | — |
+/// | listener breaks | the download is cancelled: `stoppingCancels` | connection closed: `stoppingCancels`, `nothingLeaks`; session invalidated: `sessionInvalidatedOnEveryPath` | — (nobody reads any more) | — |
+/// | listener's task cancelled | the stream ends, the download is cancelled: `cancellingEnds` | connection closed: `cancellingEnds`; session invalidated: `sessionInvalidatedOnEveryPath` | — (nobody reads any more) | — |
+/// | two downloads at once | each its own events and file: `sameURLTwice` | — (as one download) | — (each stream has its own) | — |
 /// | second listener | — (one stream per call; a stream has one listener) | — | — | — |
 // One test at a time: `slowListenerGetsEverything` stops every task in the process for about
 // a second, which would make the other tests' downloads fail for that reason instead of
@@ -134,10 +142,13 @@ struct DownloadTests {
     #expect(!progress.isEmpty, "yield .progress from urlSession(_:downloadTask:didWriteData:…)")
     #expect(progress == progress.sorted(), "progress should only go up: \(progress)")
     #expect(
-      progress.last == Int64(body.count), "the last progress should count every byte: \(progress)")
+      progress.last == Int64(body.count),
+      Comment(
+        rawValue: "the last progress should count every byte of \(body.count): got \(progress); "
+          + "`received` is the running total of the bytes so far, not the size of the last "
+          + "piece"))
     guard case .finished(let file)? = events.last else {
-      Issue.record(
-        "the last event should be .finished(file), got \(String(describing: events.last))")
+      Issue.record(noFile("the download", events))
       return
     }
     defer { try? FileManager.default.removeItem(at: file) }
@@ -171,7 +182,7 @@ struct DownloadTests {
         continue
       }
       guard case .finished(let file)? = events.last else {
-        Issue.record("the server answered \(code): the last event should be .finished(file)")
+        Issue.record(noFile("the download of a \(code)", events))
         continue
       }
       defer { try? FileManager.default.removeItem(at: file) }
@@ -506,11 +517,15 @@ struct DownloadTests {
           download(from: server.url("/report.pdf")), "download \(round + 1) of /report.pdf")
       }
       guard case .success(let events) = outcome, case .finished(let file)? = events.last else {
-        Issue.record(
-          Comment(
-            rawValue: "download \(round + 1) of /report.pdf ended with \(outcome) instead of "
-              + ".finished(file): a URL downloaded before must download again, into a file of "
-              + "its own (a name taken from the URL is already taken the second time)"))
+        if case .success(let events) = outcome {
+          Issue.record(noFile("download \(round + 1) of /report.pdf", events))
+        } else {
+          Issue.record(
+            Comment(
+              rawValue: "download \(round + 1) of /report.pdf ended with \(outcome) instead of "
+                + ".finished(file): a URL downloaded before must download again, into a file "
+                + "of its own (a name taken from the URL is already taken the second time)"))
+        }
         continue
       }
       files.append(file)
@@ -540,6 +555,8 @@ struct DownloadTests {
       if case .success(let events) = result, case .finished(let file)? = events.last {
         together.append(file)
         files.append(file)
+      } else if case .success(let events) = result {
+        Issue.record(noFile("one of two downloads of /report.pdf at once", events))
       } else {
         Issue.record(
           Comment(

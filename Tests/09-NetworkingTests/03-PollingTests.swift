@@ -72,12 +72,12 @@ private func firstBodies(
 ///
 /// | path | values, end | released | order, count | thread, timing |
 /// | --- | --- | --- | --- | --- |
-/// | 2xx (200…299, 204 empty) | each body as UTF-8 text: `yieldsEachBody`, `everySuccessStatus`, `multibyteBody` | — | one value per poll, in order | first poll at once: `firstPollAtOnce`; an interval between polls, fractions of a second included: `subSecondInterval`; the wait suspends: `slowIntervalDoesNotBlock` |
-/// | 3xx, 4xx, 5xx | throws `PollFailed(status)`, no body yielded: `serverErrorEnds` | the session let go: `sessionReleased` | — | — |
-/// | refused | throws the session's `URLError`: `refusedEnds` | — | — | — |
-/// | listener breaks | no request after: `breakingStops` | the session let go: `sessionReleased` | — | — |
-/// | listener's task cancelled | the request in flight cancelled: `cancellingStopsTheRequest` | server sees the close; the session let go: `sessionReleased` | — | — |
-/// | two streams at once, one left | the other goes on polling: `twoStreamsAtOnce` | — | — | — |
+/// | 2xx (200…299, 204 empty) | each body as UTF-8 text, whole (characters split between two reads included): `yieldsEachBody`, `everySuccessStatus`, `multibyteBody` | — (the stream goes on) | one value per poll, in the order of the polls, a slow answer included: `slowAnswerKeepsItsPlace` | first poll at once: `firstPollAtOnce`; an interval between polls, fractions of a second included: `subSecondInterval`; the wait suspends: `slowIntervalDoesNotBlock` |
+/// | 3xx, 4xx, 5xx | throws `PollFailed(status)`, no body yielded: `serverErrorEnds`, `yieldsEachBody` | the session let go: `sessionReleased` | — (the stream ends) | — |
+/// | refused | throws the session's `URLError`: `refusedEnds` | — (nothing was connected; the poller ends with the stream, as on a 500) | — (the stream ends) | — |
+/// | listener breaks | no request after: `breakingStops` | the session let go: `sessionReleased` | — (nobody reads any more) | — |
+/// | listener's task cancelled | the request in flight cancelled: `cancellingStopsTheRequest` | server sees the close; the session let go: `sessionReleased` | — (nobody reads any more) | — |
+/// | two streams at once, one left | the other goes on polling: `twoStreamsAtOnce` | — (as one stream) | — (each stream has its own) | — |
 /// | second listener of one stream | — (a stream has one listener) | — | — | — |
 @Suite("9.3 Polling")
 struct PollingTests {
@@ -104,6 +104,31 @@ struct PollingTests {
           + (seen.count > 3
             ? "yielded its body \"\(seen[3])\" instead"
             : "ended with \(String(describing: error)) instead")))
+  }
+
+  @Test("A slow answer keeps its place: the bodies come in the order of the polls")
+  func slowAnswerKeepsItsPlace() async throws {
+    let server = try startedServer()
+    server.route(
+      "/status",
+      [.slowHeaders(.milliseconds(200), "first"), .ok("second"), .ok("third"), .status(503)])
+    defer { server.stop() }
+    // Not invalidated at the end: a poller that outlives its test would then trap
+    // ("Session invalidated") instead of failing with a message.
+    let session = makeSession()
+
+    let (seen, error) = try await bodiesUntilTheEnd(
+      atMost: 4, of: server.url("/status"), every: .milliseconds(5), session: session,
+      within: .seconds(3), "three polls, the first one slow, then a 503")
+    #expect(
+      seen == ["first", "second", "third"] && error as? PollFailed == PollFailed(status: 503),
+      Comment(
+        rawValue: "the first poll's answer took 200 ms, the next ones came at once, and the "
+          + "stream yielded \(seen) and ended with \(String(describing: error)) instead of "
+          + "[\"first\", \"second\", \"third\"] and PollFailed(status: 503): each body comes "
+          + "out in the order of the polls, and the next poll waits for the answer to the one "
+          + "before (polls started on their own, a task or a timer tick each, let a fast "
+          + "answer overtake a slow one and pile requests up on a slow server)"))
   }
 
   @Test("A status outside 200…299 (a 3xx, a 4xx, a 5xx) ends the stream with PollFailed")
@@ -181,6 +206,22 @@ struct PollingTests {
         rawValue: "the server sent \"\(multibyteText)\" in UTF-8 and the stream yielded "
           + "\(bodies): decode the body as UTF-8, where é takes two bytes and 🌍 four, not one "
           + "character per byte"))
+
+    // The same text in 8 pieces, 20 ms apart, three of which end inside a character.
+    let split = try startedServer()
+    split.route(
+      "/split", [.slowBody(Array(multibyteText.utf8), pieces: 8, every: .milliseconds(20)), .hang])
+    defer { split.stop() }
+    let pieces = try await firstBodies(
+      1, of: split.url("/split"), every: .milliseconds(5), session: session,
+      "the first poll of a body sent in pieces")
+    #expect(
+      pieces == [multibyteText],
+      Comment(
+        rawValue: "the server sent \"\(multibyteText)\" in UTF-8, in pieces some of which end "
+          + "in the middle of a character, and the stream yielded \(pieces): a body is one "
+          + "text, decoded once it is whole; decoding each piece as it arrives cuts the "
+          + "characters that straddle two pieces"))
   }
 
   @Test("The first poll goes out at once, not after one interval")

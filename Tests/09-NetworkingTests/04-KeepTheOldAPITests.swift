@@ -58,12 +58,12 @@ private func waitFor(_ semaphore: DispatchSemaphore) { semaphore.wait() }
 ///
 /// | path | completion gets | released | calls | thread, timing |
 /// | --- | --- | --- | --- | --- |
-/// | forecast | `.success(text)`: `successOnce` | — | once: `successOnce` | returns its request at once, holds no thread while the forecast comes: `returnsAtOnce`; any thread, the main one not needed: `cancelAfterTheForecastArrived` |
-/// | failure | `.failure` with the async API's own error: `failureOnce` | — | once: `failureOnce` | — |
+/// | forecast | `.success(text)`: `successOnce` | — (the async call owns its request) | once: `successOnce` | returns its request at once, holds no thread while the forecast comes: `returnsAtOnce`; any thread, the main one not needed: `cancelAfterTheForecastArrived` |
+/// | failure | `.failure` with the async API's own error: `failureOnce` | — (as a forecast) | once: `failureOnce` | — (as a forecast) |
 /// | status codes | — (the async `forecast(for:)`, given, turns them into `ForecastUnavailable`) | — | — | — |
-/// | cancel in flight | nothing | the request cancelled, server sees the close: `cancelNeverCallsBack` | never: `cancelNeverCallsBack` | — |
-/// | cancel once the forecast is in, before the completion ran | nothing | — | never: `cancelAfterTheForecastArrived` | — |
-/// | many requests, some cancelled; a request after a cancelled one | each its own outcome | — | once each, cancelled never: `manyRequests` | — |
+/// | cancel in flight | nothing: `cancelNeverCallsBack` | the request cancelled, server sees the close: `cancelNeverCallsBack` | never: `cancelNeverCallsBack` | — |
+/// | cancel once the forecast is in, before the completion ran | nothing: `cancelAfterTheForecastArrived` | — (the request is over) | never: `cancelAfterTheForecastArrived` | the completion held up (a busy main thread), the cancel in between: `cancelAfterTheForecastArrived` |
+/// | many requests, some cancelled; a request after a cancelled one | each its own outcome: `manyRequests`, `requestAfterACancelledOne` | — (as one request) | once each, cancelled never: `manyRequests` | — |
 /// | listener leaving, second listener | — (a completion, not a stream) | — | — | — |
 @Suite("9.4 Keep the old API")
 struct KeepTheOldAPITests {
