@@ -24,6 +24,18 @@ private func later(
   return promise
 }
 
+/// The contract of `ProfileScreen.load(_:)`: each path, what the screen and the lookup see,
+/// and the test that checks it (— where a column does not apply, and why).
+///
+/// | path | status shown | the lookup's future | main actor, timing |
+/// | --- | --- | --- | --- |
+/// | the name arrives, late or at once | `Loading…` at once, then the name: `showsTheName` | — | — |
+/// | the lookup fails | `Unavailable`: `showsUnavailable` | — | — |
+/// | a lookup pending | — | — | the main actor stays free: `mainActorStaysFree` |
+/// | the load is cancelled while pending | nothing changes after: `cancellingCancelsTheLookup` | cancelled: `cancellingCancelsTheLookup` | — |
+/// | cancelled after the future succeeded, before the name is shown | nothing changes: `cancelledAfterSuccess` | — | — |
+/// | a second load before the first ends | only the newer answer shows: `newLoadWins` | the first cancelled: `newLoadWins` | — |
+/// | cancelled after it ended | — the task has ended: nothing left to cancel | | |
 // The screen is main-actor isolated, so these tests run on the main actor too.
 @MainActor
 @Suite("7.1 Start on a scheduler")

@@ -16,6 +16,18 @@ private func offQueueMessage(_ context: RecordContext) -> Comment {
   """
 }
 
+/// The contract of `NoteStore`: each path, what the callers and the record context see, and
+/// the test that checks it (— where a column does not apply, and why).
+///
+/// | path | result | records (where touched, order) | thread, timing |
+/// | --- | --- | --- | --- |
+/// | adds, then reads | the count after each, the titles: `touchesRecordsOnTheQueue` | only on the context's queue: `touchesRecordsOnTheQueue` | — |
+/// | mixed with `perform` blocks | the blocks' notes too: `sharesTheQueueInOrder` | one queue, in the order submitted: `sharesTheQueueInOrder` | — |
+/// | many callers and blocks at once | no note lost: `concurrentCallers` | — | — |
+/// | two stores on two contexts | — | each on its own queue: `twoContexts` | — |
+/// | a `perform` block busy for 2.5 s | — | — | no thread of the pool blocked while the actor waits its turn: `waitsWithoutBlocking` |
+/// | `assumeIsolated` in a `perform` block | — optional (the hints' `checkIsolated`): an actor that hops with `perform` in each method is right too | | |
+/// | failure, cancellation | — the methods neither throw nor wait on anything cancellable | | |
 @Suite("7.2 A perform-style scheduler")
 struct PerformQueueTests {
   @Test("Adds and reads notes on the context's queue, and only there")

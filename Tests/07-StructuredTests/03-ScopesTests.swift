@@ -24,6 +24,17 @@ private final class Probe: Sendable {
   }
 }
 
+/// The contract of `TaskScope`: each path, what the work and the scope's owner see, and the
+/// test that checks it (— where a column does not apply, and why).
+///
+/// | path | the work (runs, cancelled, ends) | `runningCount` | thread, timing |
+/// | --- | --- | --- | --- |
+/// | work launched | runs: `runsTheWork` | 0 once it finished: `forgetsFinishedTasks`; work that ends at once too: `instantTasksAreForgotten` | — |
+/// | `cancel()` | every task cancelled and ended: `cancelEndsTheWork`; work not started yet too: `cancelRightAfterLaunch` | — | a cancellation handler may ask the scope, and `cancel()` returns: `handlerMayAskTheScope` |
+/// | the scope is let go | its work cancelled: `deinitEndsTheWork` | — | — |
+/// | launch into a cancelled scope | starts cancelled: `launchAfterCancel` | — | racing `cancel()` on other threads, every task ends cancelled: `launchRacingCancel` |
+/// | two scopes | cancelling one leaves the other's work: `scopesAreIndependent` | — | — |
+/// | launch into a cancelled scope, the work checking before `cancel()` lands | — a gap between two statements of `launch` with no call between them: `launchAfterCancel` and `launchRacingCancel` cross it, no test can widen it | | |
 @Suite("7.3 Scopes")
 struct ScopesTests {
   @Test("Runs the work it launches")

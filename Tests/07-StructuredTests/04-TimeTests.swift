@@ -71,6 +71,17 @@ private func asleep(
   throw StoppedEarly()
 }
 
+/// The contract of `retrying(attempts:firstDelay:clock:operation:)`: each path, what the
+/// caller and the clock see, and the test that checks it (— where a column does not apply,
+/// and why).
+///
+/// | path | result, error | attempts | clock, timing |
+/// | --- | --- | --- | --- |
+/// | the first attempt succeeds | its value: `firstAttemptSucceeds` | one | no wait: `firstAttemptSucceeds` |
+/// | failures, then a success | its value: `waitsAndDoubles` | — | on the given clock, twice as long each time: `waitsAndDoubles` |
+/// | every attempt fails | the last attempt's error: `givesUp` | exactly `attempts` | no wait after the last: `givesUp` |
+/// | cancelled while it waits | `CancellationError`: `cancellationEndsTheWait` | none after it: `cancellationEndsTheWait` | — |
+/// | two retries on one clock | — | — | each its own schedule: `twoRetries` |
 // No test here waits for real: time moves only when a test advances the manual clock.
 @Suite("7.4 Time")
 struct InjectedClockTests {
