@@ -49,6 +49,19 @@ private func collect(_ channel: CoChannel<Int>, hint: String = finishHint) async
   }
 }
 
+/// The contract of `CoChannel.elements()`: each path, what the loop, the producer and the
+/// channel see, and the test that checks it (— where a column does not apply, and why).
+///
+/// | path | elements (count, order) | end, error | producer, channel | thread, timing |
+/// | --- | --- | --- | --- | --- |
+/// | the producer sends, then closes | every one, in order, whatever the buffer: `yieldsEverythingThenEnds` | ends: `yieldsEverythingThenEnds` | the producer ends: `yieldsEverythingThenEnds`; the channel left closed, not cancelled: `aChannelThatEndsByItselfIsLeftAsItIs` | — |
+/// | elements buffered before `close()` | all of them: `closeEndsAfterTheBuffer` | then ends: `closeEndsAfterTheBuffer` | — | — |
+/// | already closed and empty | none: `emptyClosedChannel` | ends at once: `emptyClosedChannel` | — | — |
+/// | the channel is cancelled, before or during the loop | the ones before: `cancelThrows` | throws `CoChannelError.cancelled`: `cancelThrows`, `cancelledBeforeIteration` | — | — |
+/// | the loop breaks | — | — | the producer blocked in `awaitSend` is released: `breakReleasesTheProducer` | — |
+/// | the loop body throws | — | its error | the producer is released: `throwReleasesTheProducer` | — |
+/// | the consuming task is cancelled | — | the loop ends promptly: `taskCancellationReleasesTheProducer` | the producer is released: `taskCancellationReleasesTheProducer` | — |
+/// | two sequences on one channel | — each element goes to one receiver, as with two legacy receivers: nothing to add | | | |
 @Suite("6.1 Bridge a channel")
 struct BridgeAChannelTests {
   static let kinds: [CoChannel<Int>.BufferType] = [.rendezvous, .buffered(capacity: 3), .unlimited]
@@ -77,6 +90,26 @@ struct BridgeAChannelTests {
     channel.close()
 
     #expect(try await collect(channel) == [1, 2, 3, 4, 5])
+  }
+
+  @Test("A channel that closes and drains is left closed, not cancelled")
+  func aChannelThatEndsByItselfIsLeftAsItIs() async throws {
+    let channel = CoChannel<Int>(bufferType: .unlimited)
+    for element in 1...3 { channel.offer(element) }
+    channel.close()
+
+    #expect(try await collect(channel) == [1, 2, 3])
+    // The stream's end runs onTermination; give a late one a moment to show.
+    let cancelledAfterwards = await eventually(within: .milliseconds(300)) { channel.isCanceled }
+
+    #expect(
+      !cancelledAfterwards,
+      """
+      the producer closed the channel and the loop read everything, yet the channel was \
+      cancelled afterwards: the iteration ended because the channel did, and the channel \
+      belongs to its producer. Others that use it (a second reader, a producer that looks \
+      at isCanceled) now see a consumer that gave up instead of a channel that finished
+      """)
   }
 
   @Test("A channel that is already closed and empty ends at once")

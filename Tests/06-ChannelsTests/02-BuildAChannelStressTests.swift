@@ -171,3 +171,84 @@ extension BuildAChannelTests.OneAtATime {
     completed = true
   }
 }
+
+extension BuildAChannelTests.OneAtATime {
+  @Test(
+    "Two receivers that arrive at the same instant are told apart: cancelling one leaves the other")
+  func receiversArrivingTogether() async throws {
+    // If it stops early (a deadline passed), the tests after it would only hang too.
+    var completed = false
+    defer { if !completed { aCallNeverReturned.withLock { $0 = true } } }
+    // An earlier test already found a call that never returns; this one would hang too.
+    if aCallNeverReturned.value { return }
+    // Two threads of our own, released together: the two receive() calls start within a
+    // few hundred nanoseconds of each other in a good share of the rounds.
+    let threads = [OneThreadExecutor(), OneThreadExecutor()]
+    let rounds = stressAmount(grading: 400, verify: 2_500)
+    var problems: [String] = []
+
+    try await withOneStressAtATime {
+      for round in 1...rounds {
+        let channel = Channel<Int>(capacity: 0)
+        let line = StartLine(parties: 2)
+        let ended = [Locked(false), Locked(false)]
+        let receivers = (0..<2).map { index in
+          Task(executorPreference: threads[index]) { () async throws -> Int? in
+            defer { ended[index].withLock { $0 = true } }
+            line.go(jitter: 0...200)
+            return try await channel.receive()
+          }
+        }
+        // Queued behind each receiver's first step: once both have run, both wait.
+        let waiting = Countdown(2)
+        for thread in threads { thread.schedule { waiting.arrive() } }
+        try await withDeadline(
+          .seconds(2), "round \(round): two receive() calls to start waiting",
+          hint: "receive() on an empty channel must suspend, not block its thread",
+          checksPool: false
+        ) {
+          await waiting.reached()
+        }
+
+        // The cancelled one leaves; the other goes on waiting for an element.
+        let cancelled = round % 2
+        receivers[cancelled].cancel()
+        // Most rounds end at once; the rest get a second.
+        var left = false
+        for _ in 0..<100 where !left {
+          await Task.yield()
+          left = ended[cancelled].value
+        }
+        if !left { left = await eventually(within: .seconds(1)) { ended[cancelled].value } }
+        let otherEnded = ended[1 - cancelled].value
+        channel.close()
+        try await withDeadline(
+          .seconds(2), "round \(round): the receivers after close()",
+          hint: "close() must end every waiting receiver with nil", checksPool: false
+        ) {
+          for receiver in receivers { _ = await receiver.result }
+        }
+        if otherEnded {
+          problems.append(
+            "round \(round): the receiver nobody cancelled ended when the other was cancelled"
+              + (left ? "" : ", and the cancelled one went on waiting"))
+          break
+        }
+        if !left {
+          problems.append("round \(round): the cancelled receiver went on waiting")
+          break
+        }
+      }
+    }
+
+    #expect(
+      problems.isEmpty,
+      """
+      two receivers that began waiting at the same instant, on two threads, could not be told \
+      apart: \(problems.joined(separator: "; ")). Whatever names a waiter so that its \
+      cancellation finds it must be unique even when two callers take one at the same \
+      moment; a read followed by a separate write lets both read the same value
+      """)
+    completed = true
+  }
+}

@@ -90,6 +90,26 @@ func resumesOutsideTheLock(
   try await cancelWhileClosing(capacity: 0, round: 1, sourceLocation: sourceLocation)
 }
 
+/// The contract of `Channel`: each path, what senders and receivers see, and the test that
+/// checks it (— where a column does not apply, and why). Tests whose name is in the stress
+/// file are in `02-BuildAChannelStressTests.swift`.
+///
+/// | path | send's result | receive's result, order | waiting, resources | thread, timing |
+/// | --- | --- | --- | --- | --- |
+/// | rendezvous (capacity 0) | returns once a receiver took it: `rendezvousSendWaits` | the element | — | — |
+/// | buffered (capacity N) | N at once, the next waits: `bufferedSendWaitsWhenFull` | — | — | — |
+/// | an empty channel | — | waits for a sender: `receiveWaits` | — | — |
+/// | one producer | — | its order: `fifo` | — | — |
+/// | several waiting senders or receivers | served first come, first served: `waitingSendersInOrder` | `waitingReceiversInOrder` | — | — |
+/// | many producers and consumers | — | each element exactly once, each producer's order: `manyProducersAndConsumers` | — | — |
+/// | `close()` | waiting senders throw `ChannelClosedError`: `closeFailsWaitingSenders`; later ones too, nothing sent: `sendAfterClose` | the buffer, then `nil`: `closeDrainsThenEnds`; waiting receivers `nil`: `closeEndsWaitingReceivers` | — | from another thread mid-traffic: `closeFromAnotherThread` |
+/// | a waiting receiver is cancelled | — | `CancellationError`, takes nothing: `cancelWaitingReceiver` | the next element goes to the next receiver: `cancelWaitingReceiver`; two arriving at the same instant are told apart: `receiversArrivingTogether` | while `close()` resumes it, no deadlock: `cancelWhileResuming` |
+/// | a waiting sender is cancelled | `CancellationError`, not sent: `cancelWaitingSender` | — | the others keep their order: `cancelMiddleSender` | — |
+/// | the iterating task is cancelled | — | the loop throws `CancellationError`: `cancelledIterationThrows` | — | — |
+/// | the task is cancelled before the call | `CancellationError`, no wait: `alreadyCancelled` | `CancellationError`, no wait: `alreadyCancelled` | — | — |
+/// | cancelled as the hand-off happens | sent once if it returned, never if it threw: `cancelSenderRacingHandOff` | the element or nothing: `cancelReceiverRacingHandOff` | nothing lost: both | — |
+/// | cancels at random moments, from other threads | nothing lost or duplicated: `randomCancellation`, `cancelFromOtherThreads` | | | |
+/// | cancelled between the receiver's cancelled check and its store | — the races above cross it, but no test can widen a gap with no call in it: the check under the store's lock is the hints' point | | | |
 @Suite("6.2 Build a channel")
 struct BuildAChannelTests {
   // MARK: Rendezvous and buffering
@@ -372,6 +392,32 @@ struct BuildAChannelTests {
       for round in 1...3 {
         _ = try await cancelWhileClosing(capacity: capacity, round: round)
       }
+    }
+
+    @Test("Cancelling a task that iterates the channel ends its loop by throwing CancellationError")
+    func cancelledIterationThrows() async throws {
+      // An earlier test already found a call that never returns; this one would hang too.
+      if aCallNeverReturned.value { return }
+      let channel = Channel<Int>(capacity: 0)
+      let iterating = Started { () async throws -> [Int] in
+        var received: [Int] = []
+        for try await element in channel { received.append(element) }
+        return received
+      }
+      try await expectStillWaiting(iterating, "iterating an empty channel ended at once")
+
+      iterating.cancel()
+
+      let result = try await iterating.result("a cancelled for try await loop", hint: cancelHint)
+      #expect(
+        throws: CancellationError.self,
+        """
+        the loop of a cancelled task ended as if the channel had been closed: a consumer \
+        that acts once the channel is done (reports the work finished, closes the next \
+        stage) cannot tell the two apart. The iterator's next() may throw; a cancelled \
+        receive is an error to pass on, not an end
+        """
+      ) { try result.get() }
     }
 
     @Test("A task that is already cancelled does not wait in send or receive")

@@ -112,6 +112,18 @@ private final class Activity: Sendable {
   }
 }
 
+/// The contract of `runPipeline`: each path, what the stages see, and the test that checks it
+/// (— where a column does not apply, and why).
+///
+/// | path | results (count, order) | end, error | stages (running after return) | concurrency |
+/// | --- | --- | --- | --- | --- |
+/// | a finite source | each transformed once, consumed once: `everyElementOnce`; in order with one worker: `oneWorkerKeepsOrder` | returns after the last result: `finishingTheSourceEndsIt` | — | — |
+/// | an empty source | none: `emptySource` | returns at once: `emptySource` | — | — |
+/// | N workers | — | — | — | N transforms at once, never more: `fansOutToTheWorkers` |
+/// | a transform fails | — | its error: `failingTransform` | none: `failingTransform` | — |
+/// | the consumer fails | — | its error: `failingConsumer` | none: `failingConsumer` | — |
+/// | the caller is cancelled | — | `CancellationError`, not a clean end: `cancellation` | none: `cancellation` | — |
+/// | a second call | — each call owns its channels and tasks: nothing is shared to reuse | | | |
 @Suite("6.3 Pipelines")
 struct PipelinesTests {
   @Test("Every element is transformed once and each result consumed once", arguments: [1, 3, 8])

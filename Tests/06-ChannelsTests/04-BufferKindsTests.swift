@@ -72,6 +72,19 @@ func cancelWhileSending(
   return elapsed < .milliseconds(900)
 }
 
+/// The contract of `NonBlockingChannel`: each path, what senders and receivers see, and the
+/// test that checks it (— where a column does not apply, and why). Tests whose name is in the
+/// stress file are in `04-BufferKindsStressTests.swift`.
+///
+/// | path | send | receive (elements, order) | waiting receivers | thread, timing |
+/// | --- | --- | --- | --- | --- |
+/// | unlimited, a burst | never waits: `unlimitedKeepsEverything` | every element, in order: `unlimitedKeepsEverything`, `unlimitedSlowReceiver` | — | — |
+/// | conflated, a receiver behind | never waits: `conflatedBurst` | only the newest: `conflatedKeepsTheNewest`, `conflatedBurst`; increasing, recent, the last one: `conflatedProgress` | — | — |
+/// | a waiting receiver | — | the very next element, none skipped: `conflatedWaitingReceiver` | first come, first served: `waitingReceiversInOrder` | — |
+/// | `close()` | refused after it: `sendAfterClose` | conflated: the newest, then `nil`: `conflatedCloseKeepsTheLast` | `nil`: `closeEndsWaitingReceivers` | — |
+/// | a waiting receiver is cancelled | — | `CancellationError`, takes nothing: `cancelledReceiver` | — | while a send resumes it, no deadlock: `cancelWhileResuming` |
+/// | many senders and receivers | — | nothing twice, nothing invented; unlimited loses nothing: `manySendersAndReceivers` | — | sends from random threads while receivers are cancelled: `sendsFromPlainThreads` |
+/// | a full buffer | — neither kind is ever full: send never waits | | | |
 @Suite("6.4 Buffer kinds")
 struct BufferKindsTests {
   // MARK: Unlimited
