@@ -4,6 +4,19 @@ import WorkbookTesting
 
 @testable import Callbacks
 
+/// The contract of `greeting(for:from:)`: each path, what the caller sees, and the test that
+/// checks it (— where a column does not apply, and why).
+///
+/// | path | result | greeter requests | thread, timing |
+/// | --- | --- | --- | --- |
+/// | greeting inside `greet`, soon on another thread, 200 ms later | the handler's greeting: `returnsTheGreeting` | one per call: `asksOnce` | any thread: `returnsTheGreeting` |
+/// | greeting on the caller's own thread, 0.5 s later | the greeting: `suspendsWhileWaiting` | one: `suspendsWhileWaiting` | suspends, neither blocks nor polls: `suspendsWhileWaiting` |
+/// | the app's main thread busy | the greeting, while it is still busy: `doesNotWaitForTheMainThread` | — | no hop through the main thread: `doesNotWaitForTheMainThread` |
+/// | a second call on the same greeter | its own greeting: `secondCall` | two: `secondCall` | — |
+/// | never answered | — a `Greeter` answers every request once; a continuation never resumed fails every test's deadline | | |
+/// | a failure | — the greeter cannot fail | | |
+/// | two calls at once | — each call has a continuation of its own and shares nothing but the greeter | | |
+/// | cancelled (before, during, after) | — `greet` cannot be cancelled, and the function promises nothing for a cancelled task: it finishes | | |
 @Suite("1.1 Warm-up")
 struct WarmUpTests {
   /// Synchronously inside the call, soon from another thread, and late from another thread.
@@ -59,6 +72,20 @@ struct WarmUpTests {
 
     #expect(received == "Hello, Ada!", Self.wrongGreeting(received))
     #expect(greeter.requestCount == 1, Self.askedAgain(greeter))
+  }
+
+  @Test("Returns while the app's main thread is busy: the greeting does not need it")
+  func doesNotWaitForTheMainThread() async throws {
+    let greeter = Greeter(script: .default)
+
+    let (received, inTime) = try await withDeadline(
+      .seconds(4), "greeting(for:from:)", hint: Self.hint
+    ) {
+      await whileTheMainThreadIsBusy { await greeting(for: "Ada", from: greeter) }
+    }
+
+    #expect(received == "Hello, Ada!", Self.wrongGreeting(received))
+    #expect(inTime, waitedForTheMainThread("greeting(for:from:)"))
   }
 
   @Test("Asks the greeter exactly once per call", arguments: scripts)

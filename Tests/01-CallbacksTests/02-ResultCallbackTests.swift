@@ -5,6 +5,19 @@ import WorkbookTesting
 
 @testable import Callbacks
 
+/// The contract of `classify(_:using:)`: each path, what the caller sees, and the test that
+/// checks it (— where a column does not apply, and why).
+///
+/// | path | result, error | classifier requests | thread, timing |
+/// | --- | --- | --- | --- |
+/// | recognised (inside the call, soon, later) | the label: `returnsTheLabel` | one per call: `asksOnce` | any thread: `returnsTheLabel` |
+/// | not recognised, unreadable | the classifier's own error, unchanged: `throwsTheError` | one, even for an empty image: `asksAboutEveryImage` | — |
+/// | answer on the caller's own thread, 0.5 s later | the label: `suspendsWhileWaiting` | — | suspends, neither blocks nor polls: `suspendsWhileWaiting` |
+/// | the app's main thread busy | the label, while it is still busy: `doesNotWaitForTheMainThread` | — | no hop through the main thread: `doesNotWaitForTheMainThread` |
+/// | success, failure, success on one classifier | each its own outcome: `reuse` | three: `reuse` | — |
+/// | never answered | — an `ImageClassifier` answers every request once; a continuation never resumed fails every test's deadline | | |
+/// | two calls at once | — each call has a continuation of its own and shares nothing but the classifier | | |
+/// | cancelled (before, during, after) | — the classifier cannot cancel, and the function promises nothing for a cancelled task | | |
 @Suite("1.2 Result callback")
 struct ResultCallbackTests {
   static let scripts: [CallbackScript] = [.synchronously, .default, .later(.milliseconds(200))]
@@ -88,6 +101,39 @@ struct ResultCallbackTests {
     #expect(
       classifier.requestCount == 1,
       "classify(_:using:) asked the classifier \(classifier.requestCount) times for one image")
+  }
+
+  @Test(
+    "Leaves every image to the classifier, even one it cannot read",
+    arguments: [(Data(), ClassificationError.unreadableImage), (zebra, .unrecognised)])
+  func asksAboutEveryImage(image: Data, expected: ClassificationError) async throws {
+    let classifier = Self.makeClassifier(script: .default)
+
+    await Self.expectClassifierError(expected) {
+      try await classify(image, using: classifier)
+    }
+
+    #expect(
+      classifier.requestCount == 1,
+      """
+      classify(_:using:) asked the classifier \(classifier.requestCount) times about an image \
+      of \(image.count) bytes: which images it can read is the classifier's decision, so \
+      every image must be asked about once, and its answer passed on
+      """)
+  }
+
+  @Test("Returns while the app's main thread is busy: the label does not need it")
+  func doesNotWaitForTheMainThread() async throws {
+    let classifier = Self.makeClassifier(script: .default)
+
+    let (label, inTime) = try await withDeadline(
+      .seconds(4), "classify(_:using:)", hint: Self.successHint
+    ) {
+      try await whileTheMainThreadIsBusy { try await classify(Self.cat, using: classifier) }
+    }
+
+    #expect(label == "cat")
+    #expect(inTime, waitedForTheMainThread("classify(_:using:)"))
   }
 
   @Test("The same classifier serves a success, then a failure, then a success again")

@@ -1,3 +1,4 @@
+import Foundation
 import LegacyKit
 import Synchronization
 import Testing
@@ -20,6 +21,90 @@ private final class WarningLog: Sendable {
   }
 }
 
+/// A `reportWarning` that takes its time, and an encoder whose handler runs on a thread of its
+/// own, 50 ms after the call: together they tell whether the warning that came with a value
+/// was reported by the time `encode(_:using:reportWarning:)` returned.
+///
+/// A report made inside the encoder's handler is written down only after a second, or as
+/// soon as `encode` has returned, whichever comes first: an `encode` that reports before
+/// resuming waits for it, one that resumes first has returned before the warning is written
+/// down, however fast the report would otherwise be. A report made by the caller's own task
+/// (after the await, before returning) is written down at once. Any other report comes from
+/// work left to run later (a task, a queue), and is marked as such.
+private final class WarningProbe: Sendable {
+  struct Entry: Sendable {
+    var error: any Error
+    var leftForLater: Bool
+  }
+
+  private let entries = Mutex<[Entry]>([])
+  private let returned = Atomic<Bool>(false)
+  private let handlerThread = Mutex<pthread_t?>(nil)
+  private let callerTask = Mutex<Int?>(nil)
+
+  /// Calls back on a thread of its own, 50 ms after the call.
+  var script: CallbackScript {
+    let scheduler = CallbackScheduler(name: "a thread of its own, after 50 ms") { work in
+      Thread.detachNewThread {
+        usleep(50_000)
+        self.handlerThread.withLock { $0 = pthread_self() }
+        work()
+        self.handlerThread.withLock { $0 = nil }
+      }
+    }
+    return CallbackScript(timing: .scheduled(scheduler))
+  }
+
+  /// The closure to pass as `reportWarning`.
+  var report: @Sendable (any Error) -> Void {
+    { error in
+      let inHandler = self.handlerThread.withLock { thread in
+        thread.map { pthread_equal($0, pthread_self()) != 0 } ?? false
+      }
+      let task = withUnsafeCurrentTask { $0?.hashValue }
+      let byCaller = task != nil && task == self.callerTask.withLock { $0 }
+      if inHandler {
+        let patience = ContinuousClock.now.advanced(by: .seconds(1))
+        while !self.returned.load(ordering: .sequentiallyConsistent),
+          ContinuousClock.now < patience
+        {
+          usleep(2_000)
+        }
+      }
+      self.entries.withLock {
+        $0.append(Entry(error: error, leftForLater: !inHandler && !byCaller))
+      }
+    }
+  }
+
+  /// Call in the task that calls `encode`, just before calling it.
+  func callerStarts() {
+    let task = withUnsafeCurrentTask { $0?.hashValue }
+    callerTask.withLock { $0 = task }
+  }
+
+  /// Call as soon as `encode` has returned; returns what had been reported by then.
+  func reportsAtReturn() -> [Entry] {
+    let reports = entries.withLock { $0 }
+    returned.store(true, ordering: .sequentiallyConsistent)
+    return reports
+  }
+}
+
+/// The contract of `encode(_:using:reportWarning:)`: each path, what the caller sees, and the
+/// test that checks it (— where a column does not apply, and why).
+///
+/// | path | result, error | warnings reported | thread, timing |
+/// | --- | --- | --- | --- |
+/// | (value, nil) | the value: `valueAlone` | none: `valueAlone` | inside the call, soon, later: `valueAlone` |
+/// | (nil, error) | the error, unchanged: `errorAlone` | none: `errorAlone` | — |
+/// | (value, error) | the value: `valueAndError` | the error, once: `valueAndError`; by the time the call returns, by the call itself: `warningReportedBeforeReturning` | — |
+/// | (nil, nil) | `EmptyEncoderReply`: `neither` | — | — |
+/// | answer on the caller's own thread, 0.5 s later | the value: `suspendsWhileWaiting` | — | suspends, neither blocks nor polls: `suspendsWhileWaiting` |
+/// | asked again after an empty reply | the value: `reuse` | — | two requests: `reuse` |
+/// | never answered | — an `AddressEncoder` answers every request once; a continuation never resumed fails every test's deadline | | |
+/// | two calls at once | — each call has a continuation of its own and shares nothing but the encoder | | |
+/// | cancelled (before, during, after) | — the encoder cannot cancel, and the function promises nothing for a cancelled task | | |
 @Suite("1.3 Optional pair")
 struct OptionalPairTests {
   static let scripts: [CallbackScript] = [.synchronously, .default, .later(.milliseconds(200))]
@@ -99,6 +184,30 @@ struct OptionalPairTests {
     #expect(
       log.warnings.first as? AddressEncodingError == .approximateMatch,
       "reportWarning must receive the error that came with the value, unchanged")
+  }
+
+  @Test("The warning is reported by the time encode returns the value it came with")
+  func warningReportedBeforeReturning() async throws {
+    let probe = WarningProbe()
+    let encoder = AddressEncoder(reply: .valueAndError(.approximateMatch), script: probe.script)
+
+    let (result, reports) = try await withDeadline(.seconds(4), Self.name, hint: Self.bothHint) {
+      probe.callerStarts()
+      let result = try await encode(Self.address, using: encoder, reportWarning: probe.report)
+      return (result, probe.reportsAtReturn())
+    }
+
+    #expect(result == Self.encoded, "a value came with the error, so it must be returned")
+    #expect(
+      reports.count == 1 && !reports.contains(where: \.leftForLater),
+      """
+      encode(_:using:reportWarning:) returned the value before the error that came with it \
+      had been reported by the call itself (\(reports.count) warnings when it returned\
+      \(reports.contains(where: \.leftForLater) ? ", reported from work left to run later" : "")\
+      ): the report came only after the caller had been resumed, or from a task or queue \
+      that runs whenever it gets to. A caller that reads the log right after the await must \
+      find the warning there
+      """)
   }
 
   @Test("Throws EmptyEncoderReply when the handler gets neither", arguments: scripts)

@@ -5,6 +5,20 @@ import WorkbookTesting
 
 @testable import Callbacks
 
+/// The contract of the nested download (image, then its metadata): each path, what the
+/// caller sees, and the test that checks it (— where a column does not apply, and why).
+///
+/// | path | result, error | requests (order, count) | thread, timing |
+/// | --- | --- | --- | --- |
+/// | both arrive (each inside the call, soon, later) | the image with its metadata: `returnsBoth` | — | any thread, any mix: `returnsBoth` |
+/// | metadata asked for | — | only after the image has arrived: `metadataAfterImage` | — |
+/// | image fails | `imageUnavailable`: `imageFails` | the metadata never asked for: `imageFails` | — |
+/// | metadata fails | `metadataUnavailable`: `metadataFails` | — | — |
+/// | answers on the caller's own thread, late | both parts: `suspendsWhileWaiting` | — | suspends for each, neither blocks nor polls: `suspendsWhileWaiting` |
+/// | another item after a failure | its image and metadata: `reuse` | — | — |
+/// | never answered | — the downloader answers every request once; a continuation never resumed fails every test's deadline | | |
+/// | two calls at once | — each call has continuations of its own and shares nothing but the downloader | | |
+/// | cancelled (before, during, after) | — the downloader cannot cancel, and the function promises nothing for a cancelled task | | |
 @Suite("1.4 Nested callbacks")
 struct NestedCallbacksTests {
   static let sunset = URL(string: "https://images.example/sunset.png")!

@@ -1,9 +1,24 @@
 import LegacyKit
+import Synchronization
 import Testing
 import WorkbookTesting
 
 @testable import Callbacks
 
+/// The contract of `currentReading(for:)` beside the callback API: each path, what old and
+/// new callers see, and the test that checks it (— where a column does not apply, and why).
+///
+/// | path | result, error | station requests | old call site | thread, timing |
+/// | --- | --- | --- | --- | --- |
+/// | a reading (inside the call, soon, later) | the reading: `asyncAPIReturnsTheReading` | one: `asyncAPIReturnsTheReading` | — | any thread: `asyncAPIReturnsTheReading` |
+/// | unknown city, station offline | the station's own error, unchanged: `asyncAPIForwardsErrors` | one, offline too: `asyncAPIForwardsErrors` | — | — |
+/// | both APIs on one station | the same reading: `bothAPIsAgree` | one per call: `bothAPIsAgree` | still describes readings and failures: `existingCallSiteStillWorks`; calls back inside the call when the station does: `existingCallSiteKeepsItsTiming` | — |
+/// | both APIs at once, many times | every answer right: `bothAPIsConcurrently` | one per call: `bothAPIsConcurrently` | — | — |
+/// | answer on the caller's own thread, late | the reading: `asyncAPISuspends` | — | — | suspends, neither blocks nor polls: `asyncAPISuspends` |
+/// | slow station (2.5 s) | the reading: `slowStationDoesNotBlock` | — | — | holds no thread of the pool, in any task: `slowStationDoesNotBlock` |
+/// | the app's main thread busy | the reading, while it is still busy: `asyncAPIDoesNotWaitForTheMainThread` | — | — | no hop through the main thread: `asyncAPIDoesNotWaitForTheMainThread` |
+/// | never answered | — a `WeatherStation` answers every request once; a continuation never resumed fails every test's deadline | | | |
+/// | cancelled (before, during, after) | — the station cannot cancel, and the API promises nothing for a cancelled task | | | |
 @Suite("1.5 Keep both APIs")
 struct KeepBothAPIsTests {
   static let readings = ["Oslo": -3.5, "Lima": 19.0, "Perth": 31.25]
@@ -61,6 +76,14 @@ struct KeepBothAPIsTests {
     ) {
       try await station.currentReading(for: "Atlantis")
     }
+    #expect(
+      station.requestCount == 1,
+      """
+      currentReading(for:) asked the station \(station.requestCount) times \
+      (\(online ? "online" : "offline")): whether a request can succeed is the station's \
+      decision, as it is for the callback API, so each call asks it once, offline or not; \
+      a check made beforehand may already be out of date when the request is sent
+      """)
   }
 
   @Test("The async API suspends while it waits, so an answer on its own thread can arrive")
@@ -120,6 +143,41 @@ struct KeepBothAPIsTests {
     }
     #expect(reading.description == "Oslo: -3.5 °C", "both APIs should report the same reading")
     #expect(try await describe("Atlantis") == "Atlantis: unavailable (unknownCity(\"Atlantis\"))")
+  }
+
+  @Test("The existing call site still calls back inside the call when the station does")
+  func existingCallSiteKeepsItsTiming() async throws {
+    let station = WeatherStation(readings: Self.readings, script: .synchronously)
+    let description = Mutex<String?>(nil)
+
+    describeWeather(in: "Oslo", from: station) { text in
+      description.withLock { $0 = text }
+    }
+    let atReturn = description.withLock { $0 }
+
+    #expect(
+      atReturn == "Oslo: -3.5 °C",
+      """
+      describeWeather(in:from:completion:) had not called its completion when it returned \
+      (got \(atReturn.map { "\"\($0)\"" } ?? "nothing")), although the station answered \
+      inside the call: the existing call site now goes a different way and calls back \
+      later. Old call sites rely on how it behaves today, so it must stay as it is
+      """)
+  }
+
+  @Test("The async API returns while the app's main thread is busy: it does not need it")
+  func asyncAPIDoesNotWaitForTheMainThread() async throws {
+    let station = WeatherStation(readings: Self.readings, script: .default)
+
+    let (reading, inTime) = try await withDeadline(
+      .seconds(4), "currentReading(for:)",
+      hint: "the completion handler's success path never resumes the continuation"
+    ) {
+      try await whileTheMainThreadIsBusy { try await station.currentReading(for: "Oslo") }
+    }
+
+    #expect(reading.description == "Oslo: -3.5 °C")
+    #expect(inTime, waitedForTheMainThread("currentReading(for:)"))
   }
 
   @Test("Both APIs can be used at once, many times, on one station")

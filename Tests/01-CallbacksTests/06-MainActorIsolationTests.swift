@@ -6,6 +6,19 @@ import WorkbookTesting
 
 @testable import Callbacks
 
+/// The contract of `StepsViewModel.refresh()`: each path, what the screen shows, and the
+/// test that checks it (— where a column does not apply, and why).
+///
+/// | path | steps (at return) | pedometer requests | thread, actor, timing |
+/// | --- | --- | --- | --- |
+/// | count inside the call, soon, later | the count: `refreshShowsTheCount`; in the job refresh() returns in: `countShownAtReturn` | one: `refreshShowsTheCount` | no main-actor trap on the pedometer's thread: every test |
+/// | count 200 ms late | the count: `refreshWaitsForTheCount` | — | — |
+/// | the pedometer's handler runs | — | — | steps changes only on the main actor: `stepsChangeOnTheMainActor` |
+/// | waiting for the count | nil meanwhile: `refreshSuspends` | — | the main actor stays free: `refreshSuspends` |
+/// | refreshed again | the new count: `refreshingAgainShowsTheNewCount` | two: `refreshingAgainShowsTheNewCount` | — |
+/// | never answered, a failure | — a `StepCounter` answers every request once and cannot fail | | |
+/// | two refreshes at once | — both set the same count on the main actor; refresh() promises nothing more | | |
+/// | cancelled (before, during, after) | — the pedometer cannot cancel, and refresh() promises nothing for a cancelled task | | |
 // The view model is main-actor isolated, so these tests run on the main actor too.
 @MainActor
 @Suite("1.6 Swift 6 isolation")
@@ -53,6 +66,71 @@ struct MainActorIsolationTests {
     // Back on the main actor right after the await: the state must already be updated,
     // not left to a task that may run later.
     #expect(model.steps == 2_048, Self.notShown(model.steps, expected: 2_048))
+  }
+
+  /// Awaits `refresh()` and reads `steps` in the same job as the return: nothing queued for
+  /// the main actor has run since.
+  static func refreshAndLook(_ model: StepsViewModel) async -> Int? {
+    await model.refresh()
+    return model.steps
+  }
+
+  /// Waits for `semaphore` on this thread, without suspending, for at most a second.
+  nonisolated static func waitUpToASecond(for semaphore: DispatchSemaphore) -> Bool {
+    semaphore.wait(timeout: .now() + 1) == .success
+  }
+
+  @Test(
+    "refresh() has shown the count by the time it returns, before anything else runs",
+    arguments: [CallbackScript.synchronously, .default])
+  func countShownAtReturn(script: CallbackScript) async throws {
+    let counter = StepCounter(steps: 7_003, script: script)
+    let model = StepsViewModel(counter: counter)
+
+    let atReturn = try await withDeadline(.seconds(2), "refresh()", hint: Self.hint) {
+      await Self.refreshAndLook(model)
+    }
+
+    #expect(atReturn == 7_003, Self.notShown(atReturn, expected: 7_003))
+  }
+
+  @Test("steps changes only on the main actor, never on the pedometer's thread")
+  func stepsChangeOnTheMainActor() async throws {
+    // The pedometer answers on a thread of its own once the test lets it, and says when its
+    // handler has returned (or lets go after a second, so nothing here can hang).
+    let gate = DispatchSemaphore(value: 0)
+    let handled = DispatchSemaphore(value: 0)
+    let held = CallbackScheduler(name: "a background thread, when the test lets it") { work in
+      Thread.detachNewThread {
+        _ = gate.wait(timeout: .now() + 1)
+        work()
+        handled.signal()
+      }
+    }
+    let counter = StepCounter(steps: 1_234, script: CallbackScript(timing: .scheduled(held)))
+    let model = StepsViewModel(counter: counter)
+
+    let refreshing = Task { await model.refresh() }
+    for _ in 0..<100 where counter.requestCount == 0 { await Task.yield() }
+    // From here to the check, this test holds the main actor: it does not suspend. The
+    // pedometer's handler runs meanwhile, on its own thread, and returns.
+    gate.signal()
+    let handlerReturned = Self.waitUpToASecond(for: handled)
+    let stepsWhileHeld = model.steps
+    try await withDeadline(.seconds(2), "refresh()", hint: Self.hint) { await refreshing.value }
+
+    #expect(counter.requestCount == 1, "refresh() should ask the pedometer exactly once")
+    if handlerReturned {
+      #expect(
+        stepsWhileHeld == nil,
+        """
+        steps changed off the main actor: it became \(stepsWhileHeld.map(String.init) ?? "nil") \
+        while the main actor was busy elsewhere, so the pedometer's handler wrote it from its \
+        background thread. The view model's state belongs to the main actor: written from \
+        another thread, it races with the screen reading it, and no check catches the race
+        """)
+    }
+    #expect(model.steps == 1_234, Self.notShown(model.steps, expected: 1_234))
   }
 
   @Test("refresh() leaves the main actor free while it waits for the count")

@@ -70,6 +70,20 @@ struct WatchedRunner: Sendable {
   }
 }
 
+/// The contract of `ProcessRunner.run(_:arguments:)`: each path, what the caller sees, and the
+/// test that checks it (— where a column does not apply, and why).
+///
+/// | path | result, error | output | pipes, handler | thread, timing |
+/// | --- | --- | --- | --- | --- |
+/// | exits 0 (as usual, or before `run()` returns) | code 0, `.exit`: `success`, `trueAndFalse` | all of stdout and stderr, apart: `success` | the handler installed before `run()`: `success` (`exitsBeforeRunReturns`) | — |
+/// | exits non-zero | its code: `failure`, `trueAndFalse` | what it wrote: `failure` | — | — |
+/// | killed by a signal | the signal, `.uncaughtSignal`: `killedBySignal` | — | — | — |
+/// | cannot be started | `run()`'s error: `launchFailure` | — | the pipes closed: `launchFailure` | throws at once, no hang: `launchFailure` |
+/// | output larger than a pipe | — | whole, on both streams: `largeOutput` | read while it runs: `largeOutput` | — |
+/// | a program that runs 1.5 s | code 0: `suspendsWhileRunning` | — | — | suspends: no step holds its thread, no polling: `suspendsWhileRunning` |
+/// | a program that runs ≥ 4 s | its output: `holdsNoPoolThreadWhileRunning` | — | — | holds no thread of the pool, in any task: `holdsNoPoolThreadWhileRunning` |
+/// | one runner, programs one after another and at once | each its own status: `runningTwice` | — | — | — |
+/// | cancelled (before, during, after) | — run() promises nothing for a cancelled task: the program runs to its end | | | |
 @Suite("1.7 A real Linux API")
 struct RunningProcessesTests {
   /// How the runner's processes behave, so each test can try the awkward timing too.
@@ -200,23 +214,40 @@ struct RunningProcessesTests {
       async function or in an async let). Suspend until the terminationHandler resumes you, \
       and read each pipe on a thread of its own.
       """)
+    let steps = executor.jobsRun
+    #expect(
+      steps <= Self.mostStepsWhileRunning,
+      """
+      run() polled instead of suspending: it ran \(steps) separate steps on its thread while \
+      a program ran for 1.5 s (a Task.sleep loop checking isRunning?), waking up again and \
+      again for nothing and noticing the exit only at its next look. Suspend until the \
+      terminationHandler resumes you.
+      """)
   }
+
+  /// The most separate steps a run() that suspends takes on its thread for one program:
+  /// starting, the reads' tasks, the exit and the reads' ends each wake it once or twice.
+  static let mostStepsWhileRunning = 14
 
   @Test("run() holds no thread of the concurrency pool, in any task, while a program runs")
   func holdsNoPoolThreadWhileRunning() async throws {
     let runner = WatchedRunner().runner
+    // The program runs until the test has seen 4 s of time in which this process could run
+    // (at least 4 s), so that even on a busy machine it outlasts the deadline's pool check:
+    // a thread of the pool held while it waits for the exit (waitUntilExit() in a detached
+    // task, too) is noticed by that check before the program ends.
+    let ending = ProgramEnding(after: .seconds(4))
+    defer { ending.endNow() }
 
-    // The program runs 2.5 s: a thread of the pool held while it waits for the exit
-    // (waitUntilExit() in a detached task, too) is noticed by the deadline's pool check.
     let status = try await withDeadline(
-      .seconds(10), "run(/bin/sh -c sleep 2.5; echo done)",
+      .seconds(10), "run(/bin/sh -c \"wait, then echo done\")",
       hint: """
         run() holds a thread of the concurrency pool while the program runs; waiting for \
         the exit in another task still holds one of the pool's few threads, so suspend \
         until the terminationHandler resumes you
         """
     ) {
-      try await runner.run(Self.shell, arguments: ["-c", "sleep 2.5; echo done"])
+      try await runner.run(Self.shell, arguments: ["-c", ending.script(then: "echo done")])
     }
 
     #expect(status.code == 0, "code must be the program's terminationStatus")
@@ -292,5 +323,48 @@ struct RunningProcessesTests {
     #expect(left.code == 4)
     #expect(right.output == "b\n")
     #expect(right.code == 0)
+  }
+}
+
+/// Ends a program started with ``script(then:)`` once `limit` of time in which this process
+/// could run has passed, counted on a thread of its own in slices of 5 ms: a slice that wakes
+/// up late on a busy machine counts as the slice, not as the whole delay. (The deadline's
+/// pool check counts its patience the same way, never slower, so the program outlasts it.)
+/// A wall-clock cap of 20 s ends it anyway, and the program gives up by itself after 20 s
+/// (a test process that dies leaves no program behind for long).
+final class ProgramEnding: Sendable {
+  private let marker = FileManager.default.temporaryDirectory
+    .appendingPathComponent("workbook-1.7-ending-\(UUID().uuidString)")
+
+  init(after limit: Duration) {
+    let marker = marker
+    Thread.detachNewThread {
+      let cap = ContinuousClock.now.advanced(by: .seconds(20))
+      var counted = Duration.zero
+      while counted < limit, ContinuousClock.now < cap,
+        !FileManager.default.fileExists(atPath: marker.path)
+      {
+        let start = ContinuousClock.now
+        Thread.sleep(forTimeInterval: 0.005)
+        counted += min(ContinuousClock.now - start, .milliseconds(5))
+      }
+      _ = FileManager.default.createFile(atPath: marker.path, contents: nil)
+      // The program looks every 50 ms; then the marker is no longer needed.
+      Thread.sleep(forTimeInterval: 1)
+      try? FileManager.default.removeItem(at: marker)
+    }
+  }
+
+  /// A shell script that waits until the program's end has come, then runs `command`.
+  func script(then command: String) -> String {
+    """
+    i=0; while [ ! -e '\(marker.path)' ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; \
+    \(command)
+    """
+  }
+
+  /// Ends the program now, if it still runs.
+  func endNow() {
+    _ = FileManager.default.createFile(atPath: marker.path, contents: nil)
   }
 }

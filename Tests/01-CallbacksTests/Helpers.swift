@@ -77,3 +77,41 @@ func expectSuspends<T: Sendable>(
     sourceLocation: sourceLocation)
   return value
 }
+
+/// Runs `operation` while the main thread is busy with other work, as a busy app's main
+/// thread is, for at most `limit`; returns its value, and whether it returned while the
+/// main thread was still busy.
+///
+/// Nothing in a bridge from a callback to `async` needs the main thread: one that returns
+/// only once the main thread is free hops there on its way back (through the main queue or
+/// the main actor), so its caller waits for the app's main thread for nothing, and forever
+/// when the main thread is the one waiting for the answer.
+func whileTheMainThreadIsBusy<T: Sendable>(
+  for limit: Duration = .milliseconds(1_500),
+  _ operation: @Sendable () async throws -> T
+) async rethrows -> (value: T, returnedWhileBusy: Bool) {
+  let release = DispatchSemaphore(value: 0)
+  let mainIsFree = Locked(false)
+  // Returns once the main thread is held; the hold ends at `release`, or after `limit`.
+  await withCheckedContinuation { (held: CheckedContinuation<Void, Never>) in
+    DispatchQueue.main.async {
+      held.resume()
+      _ = release.wait(timeout: .now() + limit.timeInterval)
+      mainIsFree.withLock { $0 = true }
+    }
+  }
+  defer { release.signal() }
+  let value = try await operation()
+  return (value, !mainIsFree.value)
+}
+
+/// What went wrong when `operationName` returned only once the main thread was free.
+func waitedForTheMainThread(_ operationName: String) -> Comment {
+  """
+  \(operationName) returned only once the app's main thread was free: the answer came on a \
+  background thread, but it went by way of the main thread (the main queue or the main \
+  actor) before reaching the caller, although nothing in it needs the main thread. The \
+  caller waits for a busy main thread for nothing, and forever when the main thread is the \
+  one waiting for the answer.
+  """
+}
