@@ -98,12 +98,13 @@ private func received(_ events: [DownloadEvent]) -> [Int64] {
 }
 
 /// What a download that ended without its file is told.
-private func noFile(_ download: String, _ events: [DownloadEvent]) -> Comment {
-  Comment(
-    rawValue: "\(download) ended without .finished(file) (last event: "
-      + "\(String(describing: events.last))): the file must be in the stream, after the "
-      + "progress, before the session's last callback (didCompleteWithError) ends it; work "
-      + "handed on to run later comes after that end, and is lost")
+private func noFile(_ download: String, _ events: [DownloadEvent]? = nil) -> Comment {
+  let last = events.map { " (last event: \(String(describing: $0.last)))" } ?? ""
+  return Comment(
+    rawValue: "\(download) ended without .finished(file)\(last): the file must be in the "
+      + "stream, after the progress, before the session's last callback "
+      + "(didCompleteWithError) ends it; work handed on to run later comes after that end, "
+      + "and is lost")
 }
 
 /// The contract of `download(from:configuration:)`, path by path, and the test that pins
@@ -479,7 +480,7 @@ struct DownloadTests {
       return (location, handedOut)
     }
     guard let file = handedOut else {
-      Issue.record("the stream ended without .finished(file)")
+      Issue.record(noFile("the download"))
       return
     }
     defer { try? FileManager.default.removeItem(at: file) }
