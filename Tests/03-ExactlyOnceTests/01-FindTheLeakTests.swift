@@ -5,6 +5,19 @@ import WorkbookTesting
 
 @testable import ExactlyOnce
 
+/// The contract of `loadProfileCard(id:from:)`: each path, what the caller sees, and the
+/// test that checks it (— where a column does not apply, and why).
+///
+/// | path | result, error | requests | thread, timing |
+/// | --- | --- | --- | --- |
+/// | an account with an avatar (inside the call, soon, later) | name and avatar: `loadsTheAvatar` | — | any thread: `loadsTheAvatar` |
+/// | an account without an avatar | a card with no avatar, not a hang: `loadsACardWithoutAvatar` | — | — |
+/// | an unknown account | the service's error: `unknownAccountThrows` | no avatar asked for: `unknownAccountThrows` | — |
+/// | the avatar fails to send | the service's error: `brokenAvatarThrows` | — | — |
+/// | without an avatar, then with one, on one service | each its own card: `reuse` | — | — |
+/// | a slow avatar server (2.5 s) | the card: `slowAvatarDoesNotBlock` | — | holds no thread of the pool, in any task: `slowAvatarDoesNotBlock` |
+/// | two calls at once | — each call has continuations of its own and shares nothing but the service | | |
+/// | cancelled task (before, during, after) | — the service cannot cancel, and the function promises nothing for a cancelled task | | |
 @Suite("3.1 Find the leak")
 struct FindTheLeakTests {
   static let scripts: [CallbackScript] = [.synchronously, .default, .later(.milliseconds(200))]

@@ -9,6 +9,20 @@ import WorkbookTesting
 // Serialized, so that a crash happens while one test runs, not while another is creating the
 // racing threads: the runtime's crash report has to pause every thread, and a thread being
 // created can keep it waiting.
+/// The contract of `ResumeOnce` and `weigh(on:)`: each path, what the caller sees, and the
+/// test that checks it (— where a column does not apply, and why).
+///
+/// | path | result, error | resumes (count, winner) | thread, timing |
+/// | --- | --- | --- | --- |
+/// | the scale repeats its reading (inside the call, on threads) | the first reading: `weighReturnsTheFirstReading` | one: `weighReturnsTheFirstReading` | — |
+/// | an error first, a reading after | the error: `weighThrowsTheFirstError` | one: `weighThrowsTheFirstError` | — |
+/// | four threads report at the same moment, 200 times | one reading each time: `weighSurvivesSimultaneousRepeats` | one: `weighSurvivesSimultaneousRepeats` | released together: `weighSurvivesSimultaneousRepeats` |
+/// | weighed twice on one scale | each its own reading: `reuse` | a continuation per call: `reuse` | — |
+/// | `ResumeOnce`: value first, error first | the first wins: `firstResumeWins`, `firstErrorWins` | later calls return false, change nothing: `firstResumeWins`, `firstErrorWins` | — |
+/// | others call while the winner is inside `resume` | — | they find it taken: `othersCallWhileTheWinnerResumes` | held inside resume by a probe: `othersCallWhileTheWinnerResumes` |
+/// | a cancellation handler resumes while a callback does | one outcome: `onCancelWhileACallbackResumes` | one: `onCancelWhileACallbackResumes` | no deadlock: `onCancelWhileACallbackResumes` |
+/// | thousands of racing rounds; random threads and moments | — | exactly one winner per round: `racingThreads`, `randomThreadsAndMoments` | — |
+/// | cancelled task (before, during, after) | — the scale cannot cancel, and weigh(on:) promises nothing for a cancelled task | | |
 @Suite("3.2 Resume once", .serialized)
 struct ResumeOnceTests {
   static let hint =

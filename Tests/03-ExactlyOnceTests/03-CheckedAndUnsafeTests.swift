@@ -8,6 +8,20 @@ import WorkbookTesting
 // (a few runs in a hundred) when several exit tests (below) ran at once and a child process
 // exited quickly. Taking turns, with children that live a moment, has not hung since. The
 // other tests are quick, so nothing is lost.
+/// The contract of `ContinuationChecking`, `withBridgeContinuation` and
+/// `reading(of:from:checking:)`: each path, what the caller sees, and the test that checks it
+/// (— where a column does not apply, and why).
+///
+/// | path | result | kind of continuation | misuse reported |
+/// | --- | --- | --- | --- |
+/// | `.standard` in a debug build | — | checked: `debugBuildsAreChecked` | — |
+/// | `.standard` in a release build | — the tests run a debug build only: a release-only choice cannot be observed by them | | |
+/// | `.checked`, `.unchecked` asked for | — | the kind asked for: `handsOutTheRequestedKind` | — |
+/// | a read, both ways (inside the call, on threads) | the same value: `sameValueBothWays` | — | — |
+/// | ten thousand reads from eight tasks, both ways | every value: `manyReadsBothWays` | — | — |
+/// | a second resume, checked | — | — | stops the program, naming the bridge: `checkedCatchesASecondResume` |
+/// | a continuation dropped, checked / unchecked | — | — | reported as a leak: `checkedReportsALeak`; silent: `uncheckedIsSilent` |
+/// | cancelled task | — reading(of:from:checking:) promises nothing for a cancelled task | | |
 @Suite("3.3 Checked and unsafe", .serialized)
 struct CheckedAndUnsafeTests {
   static let bothWays: [ContinuationChecking] = [.checked, .unchecked]

@@ -5,6 +5,22 @@ import WorkbookTesting
 
 @testable import ExactlyOnce
 
+/// The contract of the cancellable download: each path, what the caller and the downloader
+/// see, and the test that checks it (— where a column does not apply, and why).
+///
+/// | path | result, error | downloads (running, cancelled) | thread, timing |
+/// | --- | --- | --- | --- |
+/// | nobody cancels (inside the call, soon, later) | the file: `returnsTheFile` | — | — |
+/// | another error | the downloader's error, unchanged: `otherErrorsPassThrough` | — | — |
+/// | cancelled while downloading | `CancellationError`: `cancellingCancelsTheDownload` | the download cancelled: `cancellingCancelsTheDownload` | the cancel's reply inside the call, soon, later: `cancellingCancelsTheDownload` |
+/// | cancelled before the call | `CancellationError`: `alreadyCancelled` | none left running: `alreadyCancelled` | — |
+/// | cancelled while the download starts | `CancellationError`: `cancelWhileStarting` | cancelled, though not yet stored: `cancelWhileStarting` | — |
+/// | cancelled while the reply resumes | the file or `CancellationError`: `cancelWhileTheReplyResumes` | — | no deadlock with `onCancel`: `cancelWhileTheReplyResumes` |
+/// | cancelled at any moment, 300 times | `CancellationError`: `cancellingAtAnyMoment` | none left running: `cancellingAtAnyMoment` | — |
+/// | cancelled as the file arrives, 200 times | one resume: `cancellingAsTheFileArrives` | — | — |
+/// | the file delivered after a cancel | one resume: `deliveryAfterCancel` | — | — |
+/// | cancelled after the file arrived | the file: `cancellingAfterCompletion` | — | — |
+/// | the next download after a cancelled one | its file: `reuseAfterCancel` | — | — |
 @Suite("3.4 Cancellation")
 struct CancellationTests {
   static let report = URL(string: "https://files.example/q3-report.pdf")!

@@ -6,6 +6,20 @@ import WorkbookTesting
 
 @testable import ExactlyOnce
 
+/// The contract of `withTimeout(_:clock:operation:)`: each path, what the caller sees, and the test
+/// that checks it (— where a column does not apply, and why).
+///
+/// | path | result, error | children (operation, timer) | clock, timing |
+/// | --- | --- | --- | --- |
+/// | the operation beats the limit | its value: `operationWins` | the timer gone at return, however slow to end: `operationWins` | the clock passed in: `operationWins` |
+/// | the operation does not suspend | its value at once: `instantOperation` | — | — |
+/// | the limit passes first | `TimeoutError`: `timeoutWins` | the operation cancelled and ended: `timeoutWins` | — |
+/// | the limit passes around an operation slow to stop | `TimeoutError`, once it has ended: `timeoutAroundASlowOperation` | — | — |
+/// | the operation fails | its own error: `operationFails` | — | — |
+/// | the caller cancelled | `CancellationError`: `callerCancelled` | both children cancelled: `callerCancelled` | — |
+/// | the caller cancelled around a slow operation | `CancellationError`, not a spurious `TimeoutError`: `callerCancelledAroundASlowOperation` | — | — |
+/// | races won by either side, 50 times | — | no child left running: `manyRaces` | — |
+/// | two calls at once | — each call has a task group of its own | | |
 @Suite("3.5 Timeouts")
 struct TimeoutsTests {
   static let hint =

@@ -12,7 +12,7 @@ import WorkbookTesting
 /// | path | result, error | attempts, key, charges | requests running | thread, timing |
 /// | --- | --- | --- | --- | --- |
 /// | approved at once | the receipt: `approvedAtOnce` | 1 attempt, the order's key, 1 charge: `approvedAtOnce` | none at return: `approvedAtOnce` | any thread, inside the call, later: `approvedAtOnce` |
-/// | unavailable, then approved | the receipt: `retriesWhileUnavailable` | 3 attempts, one key, 1 charge: `retriesWhileUnavailable` | — | — |
+/// | unavailable, then approved | the receipt: `retriesWhileUnavailable` | 3 attempts, one key, 1 charge: `retriesWhileUnavailable` | — | no sleep on its thread between attempts (or anywhere): `neverSleepsOnItsThread` |
 /// | unavailable every time | `.unavailable`: `givesUpWhenUnavailable` | exactly maxAttempts: `givesUpWhenUnavailable` | — | — |
 /// | declined | `.declined`: `declinedIsFinal` | 1 attempt, no charge: `declinedIsFinal` | — | — |
 /// | answer lost (charged) | the receipt of the retry: `lostAnswerTimesOut` | 2 attempts, 1 charge: `lostAnswerTimesOut` | the lost one cancelled, one at a time, none at return: `lostAnswerTimesOut` | — |
@@ -322,6 +322,37 @@ struct PaymentBridgeTests {
     }
 
     #expect(receipt.cents == Self.cents)
+  }
+
+  @Test("Never puts its thread to sleep, between attempts or anywhere else")
+  func neverSleepsOnItsThread() async throws {
+    let executor = OneThreadExecutor()
+    // Five retries: five moments to catch a sleep between attempts, however late the
+    // watch gets to look on a busy machine.
+    let checkout = Self.makeCheckout(
+      Array(repeating: .unavailable(), count: 5) + [.approves()], maxAttempts: 6)
+    let watch = await SleepWatch(watching: executor)
+    defer { watch.stop() }
+
+    let receipt = try await withDeadline(
+      .seconds(2), "pay(cents:orderID:)", hint: Self.hint, on: executor
+    ) {
+      try await checkout.pay(cents: Self.cents, orderID: "S1")
+    }
+
+    #expect(receipt.cents == Self.cents)
+    #expect(checkout.gateway.attempts == 6, "five .unavailable answers, then an approval")
+    let slept = watch.longestSleep
+    let milliseconds = Int(slept / .milliseconds(1))
+    #expect(
+      slept < .milliseconds(20),
+      """
+      pay(cents:orderID:) put its thread to sleep for \(milliseconds) ms while it ran \
+      (usleep, Thread.sleep, a semaphore or another blocking wait, between attempts?): a \
+      sleeping thread is held, not given back, and Swift's concurrency pool has only about \
+      one thread per core, so every other task waits too; and a cancel that comes during \
+      the sleep is noticed only after it
+      """)
   }
 
   @Test("A task cancelled before the call charges nothing and throws CancellationError")

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Synchronization
+import WorkbookTesting
 
 /// A task executor that can hold up the thread that resumes a task waiting on it.
 ///
@@ -88,5 +89,76 @@ final class Barrier: Sendable {
     while arrived.load(ordering: .sequentiallyConsistent) < count {
       sched_yield()
     }
+  }
+}
+
+/// Watches the thread of a ``OneThreadExecutor`` from a thread of its own, and measures the
+/// longest time one job spent asleep while it held that thread.
+///
+/// A task that suspends gives its thread back: the executor is idle, and nothing counts. A
+/// job that sleeps on it (`usleep`, `Thread.sleep`, a semaphore, a dispatch group, a blocking
+/// read) keeps it, however short the sleep. The kernel counts, per thread, the time spent
+/// running and the time spent waiting for a processor (`/proc/…/schedstat`); between two
+/// looks at the same job, the rest of the time that passed is time the job slept. A busy
+/// machine that keeps the thread (or this watch) waiting for a processor therefore adds
+/// nothing, and looks as far apart as the machine makes them still add up exactly.
+final class SleepWatch: Sendable {
+  private let longest = Mutex<Duration>(.zero)
+  private let stopped = Atomic<Bool>(false)
+
+  /// Starts watching `executor`'s thread.
+  init(watching executor: OneThreadExecutor) async {
+    let file: String? = await withCheckedContinuation { continuation in
+      executor.schedule {
+        // "/proc/thread-self" names this thread: "<pid>/task/<tid>".
+        let path = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self")
+        continuation.resume(returning: path.map { "/proc/\($0)/schedstat" })
+      }
+    }
+    guard let file else { return }
+    Thread.detachNewThread { [self] in
+      let clock = ContinuousClock()
+      // The last look at a running job: which job, when, and the thread's times then.
+      var last: (job: Int, at: ContinuousClock.Instant, ran: Int64, waited: Int64)?
+      var asleep = Duration.zero
+      while !stopped.load(ordering: .relaxed) {
+        let job = executor.jobsRun
+        let before = clock.now
+        let times = Self.times(file)
+        let after = clock.now
+        let sameJob = executor.currentJobAge != nil && executor.jobsRun == job
+        if let times, sameJob, after - before < .milliseconds(2) {
+          if let last, last.job == job {
+            let passed = after - last.at
+            let ran = Duration.nanoseconds(times.ran - last.ran)
+            let waited = Duration.nanoseconds(times.waited - last.waited)
+            asleep += passed - ran - waited
+            longest.withLock { $0 = max($0, asleep) }
+          } else {
+            asleep = .zero
+          }
+          last = (job, after, times.ran, times.waited)
+        } else if !sameJob {
+          last = nil
+        }
+        usleep(1_000)
+      }
+    }
+  }
+
+  /// The longest time one job was asleep on the thread so far.
+  var longestSleep: Duration { longest.withLock { $0 } }
+
+  /// Stops watching.
+  func stop() { stopped.store(true, ordering: .relaxed) }
+
+  /// The thread's time on a processor and time waiting for one, in nanoseconds.
+  private static func times(_ file: String) -> (ran: Int64, waited: Int64)? {
+    guard let text = try? String(contentsOfFile: file, encoding: .utf8) else { return nil }
+    let fields = text.split(separator: " ").compactMap {
+      Int64($0.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+    guard fields.count >= 2 else { return nil }
+    return (fields[0], fields[1])
   }
 }
