@@ -183,8 +183,9 @@ struct NotificationsTests {
       stray == 0,
       because(
         "a stream nobody iterates was dropped, and \(stray) later changes still reached an "
-          + "observer block: the stream's end (dropping it ends it too) must remove the "
-          + "observer, or the center keeps the block, and the battery, for as long as it lives"))
+          + "observer block: the center keeps the block, and the battery, for as long as it "
+          + "lives. Dropping a stream ends it too: remove the observer in the continuation's "
+          + "onTermination"))
   }
 
   @Test("Listens to its own battery only")

@@ -152,6 +152,7 @@ enum Pieces: String, CaseIterable, CustomStringConvertible {
 /// | 300 lines in one read, a slow loop | all of them: `everyLineOfABigRead` | — | — | — |
 /// | the loop breaks before end of file | — | — | removed: `removesTheHandlerWhenTheLoopBreaks` | — |
 /// | the task is cancelled | — | the loop ends: `removesTheHandlerWhenTheTaskIsCancelled` | removed: `removesTheHandlerWhenTheTaskIsCancelled` | — |
+/// | the stream is dropped unread | — | — | removed: `removesTheHandlerWhenTheStreamIsDropped` | — |
 /// | a read error | — the handler reports none: an empty read is the end of file | | | |
 /// | a second stream on one handle | — a handle has one readability handler: one stream at a time | | | |
 ///
@@ -258,6 +259,26 @@ struct ReadingAPipeTests {
       because(
         "the readabilityHandler is still set after the loop ended: remove it in the "
           + "continuation's onTermination"))
+  }
+
+  @Test("Removes the handler when the stream is dropped without being iterated")
+  func removesTheHandlerWhenTheStreamIsDropped() async throws {
+    let feed = Feed()
+    let reader = feed.reader
+
+    do {
+      // Made and let go at once, as a screen that closes before its loop starts does.
+      _ = lines(from: reader)
+    }
+    let removed = await eventually { reader.readabilityHandler == nil }
+    await feed.close()
+
+    #expect(
+      removed,
+      because(
+        "a stream nobody iterates was dropped, and the readabilityHandler is still set: the "
+          + "handle keeps reading, and keeps everything the handler holds, for nobody. "
+          + "Dropping a stream ends it too: remove it in the continuation's onTermination"))
   }
 
   @Test("Removes the handler when the task iterating is cancelled")
