@@ -33,6 +33,19 @@ private let replacedHint =
   + "never reports; resume the continuation you find stored (with nil) before you store "
   + "the new one"
 
+/// The contract of `ImagePicker.pickImage()`: each path, what the caller sees, and the test
+/// that checks it (— where a column does not apply, and why).
+///
+/// | path | result | stored continuation, presentations | thread, timing |
+/// | --- | --- | --- | --- |
+/// | picked (inside `present()`, soon, later) | the image: `returnsThePickedImage`, `storesBeforePresenting` | stored before presenting: `storesBeforePresenting`; one presentation: `returnsThePickedImage` | answered while the picker reports, not by work left for later: `answeredDuringTheReport` |
+/// | cancelled | nil, not a placeholder: `returnsNilWhenCancelled` | — | — |
+/// | the user walks away, the app presents again | the first caller nil, the second its pick: `presentingAgainAnswersBothCallers` | — | — |
+/// | pick, cancel, pick on one picker | each its own answer: `servesOnePickAfterAnother` | taken out when resumed: `servesOnePickAfterAnother` | — |
+/// | the same answer reported twice | one resume: `answersOnceWhenReportedTwice` | — | — |
+/// | two reports at the same moment, on two threads | — the picker reports one at a time, on one queue: a read-and-clear split in two steps can only race under threads the tests do not control (see the report of the blind exam) | | |
+/// | two picks at once | — one sheet at a time: presenting again is the walk-away path above | | |
+/// | cancelled task (before, during, after) | — pickImage() promises nothing for a cancelled task: the user answers or walks away | | |
 @Suite("2.1 Image picker")
 struct ImagePickerTests {
   // First in the file on purpose: when several tests fail, the runner shows the first one,
@@ -58,6 +71,25 @@ struct ImagePickerTests {
       await atOncePicker.pickImage()
     }
     #expect(second == dog, "pickImage() must return what the user picked, or nil if they cancelled")
+  }
+
+  @Test("The pick is answered while the picker reports it, not by work left for later")
+  func answeredDuringTheReport() async throws {
+    let watch = ResumeWatch()
+    let controller = ImagePickerController(
+      answers: [.choose(beach), .cancel], script: watch.reportScript)
+    let picker = ImagePicker(controller: controller)
+
+    let (results, _, outside) = try await resumedInsideTheReport(
+      "pickImage()", hint: pickHint, watch: watch
+    ) {
+      await picker.pickImage()
+    }
+
+    #expect(
+      try results.first?.get() == beach,
+      "pickImage() must return what the user picked, or nil if they cancelled")
+    #expect(outside == 0, resumedAfterTheReport("pickImage()", outside: outside))
   }
 
   @Test("Returns the image the user picks", arguments: scripts)

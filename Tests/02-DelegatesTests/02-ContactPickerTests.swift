@@ -36,6 +36,18 @@ private let againHint =
   "the continuation of the first pick is still stored; take it out (leaving nil) when you "
   + "resume it"
 
+/// The contract of `ContactPicker.pickContact()`: each path, what the caller sees, and the
+/// test that checks it (— where a column does not apply, and why).
+///
+/// | path | result | stored continuation, presentations | thread, timing |
+/// | --- | --- | --- | --- |
+/// | selected (inside `present()`, soon, later) | the contact: `returnsTheSelectedContact`, `storesBeforePresenting` | stored before presenting: `storesBeforePresenting` | — |
+/// | cancelled (the optional delegate method) | nil: `returnsNilWhenCancelled` | — | answered while the picker reports: `answeredDuringTheReport` |
+/// | the user walks away, the app presents again | the first caller nil, the second its pick: `presentingAgainAnswersBothCallers` | — | — |
+/// | one pick after another on one picker | each its own answer: `servesOnePickAfterAnother` | taken out when resumed: `servesOnePickAfterAnother` | — |
+/// | the same answer reported twice | one resume: `answersOnceWhenReportedTwice` | — | — |
+/// | two picks at once | — one sheet at a time: presenting again is the walk-away path above | | |
+/// | cancelled task (before, during, after) | — pickContact() promises nothing for a cancelled task | | |
 @Suite("2.2 Contact picker")
 struct ContactPickerTests {
   // First in the file on purpose: when several tests fail, the runner shows the first one,
@@ -61,6 +73,22 @@ struct ContactPickerTests {
       await atOncePicker.pickContact()
     }
     #expect(second == grace, "the user selected \(grace)")
+  }
+
+  @Test("The pick is answered while the picker reports it, not by work left for later")
+  func answeredDuringTheReport() async throws {
+    let watch = ResumeWatch()
+    let controller = ContactPickerViewController(answers: [.cancel], script: watch.reportScript)
+    let picker = ContactPicker(controller: controller)
+
+    let (results, _, outside) = try await resumedInsideTheReport(
+      "pickContact()", hint: cancelHint, watch: watch
+    ) {
+      await picker.pickContact()
+    }
+
+    #expect(try results.first?.get() == nil, "a cancelled pick returns nil")
+    #expect(outside == 0, resumedAfterTheReport("pickContact()", outside: outside))
   }
 
   @Test("Returns the contact the user selects", arguments: scripts)

@@ -38,6 +38,20 @@ private let againHint =
   "a capture after the first never returns: store a new continuation for each capture, and "
   + "take the stored one out (leaving nil) when you resume it"
 
+/// The contract of `PhotoCaptureProcessor.capturePhoto(with:)`: each path, what the caller
+/// sees, and the test that checks it (— where a column does not apply, and why).
+///
+/// | path | result, error | stored continuations, captures | thread, timing |
+/// | --- | --- | --- | --- |
+/// | a photo (inside the call, soon, later) | the image: `returnsThePhoto`, `storesBeforeCapturing` | stored before capturing: `storesBeforeCapturing` | answered while the camera reports: `answeredDuringTheReport` |
+/// | the camera's error | that error: `throwsTheCameraError`; even with a file: `errorWinsOverAFile` | — | — |
+/// | no file, no error | `noData`: `throwsNoData` | — | — |
+/// | a file that is not an image | `undecodableData`: `throwsUndecodableData` | — | — |
+/// | every outcome, one capture after another | each its own: `capturesAgain` | one capture per call: `capturesAgain` | — |
+/// | two captures overlap | each its photo, in order: `overlappingCapturesBothReturn` | both kept: `overlappingCapturesBothReturn` | — |
+/// | the second report while the first resumes its caller | the two callers answered once each: `twoReportsAtOnce` | the caller taken out before it is resumed: `twoReportsAtOnce` | — |
+/// | the same capture reported twice | one resume: `answersOnceWhenReportedTwice` | — | — |
+/// | cancelled task (before, during, after) | — capturePhoto(with:) promises nothing for a cancelled task: the camera always reports | | |
 @Suite("2.3 Photo capture")
 struct PhotoCaptureTests {
   // First in the file on purpose: when several tests fail, the runner shows the first one,
@@ -62,6 +76,70 @@ struct PhotoCaptureTests {
       try await atOnceProcessor.capturePhoto(with: atOnce)
     }
     #expect(second == harbour, "the camera took \(harbour)")
+  }
+
+  @Test("The capture is answered while the camera reports it, not by work left for later")
+  func answeredDuringTheReport() async throws {
+    let watch = ResumeWatch()
+    let output = PhotoOutput(outcomes: [.photo(sunset)], script: watch.reportScript)
+    let processor = PhotoCaptureProcessor()
+
+    let (results, _, outside) = try await resumedInsideTheReport(
+      "capturePhoto(with:)", hint: photoHint, watch: watch
+    ) {
+      try await processor.capturePhoto(with: output)
+    }
+
+    #expect(
+      try results.first?.get() == sunset,
+      "capturePhoto(with:) must return the photo the camera took")
+    #expect(outside == 0, resumedAfterTheReport("capturePhoto(with:)", outside: outside))
+    withExtendedLifetime(processor) {}
+  }
+
+  @Test("Two reports at the same moment answer the two waiting callers, once each")
+  func twoReportsAtOnce() async throws {
+    let watch = ResumeWatch()
+    let output = PhotoOutput(
+      outcomes: [.photo(sunset), .photo(harbour)], script: watch.reportScript)
+    let processor = PhotoCaptureProcessor()
+    let probe = ResumeProbeExecutor()
+
+    // Two captures wait; the camera holds both reports.
+    let earlier = Task(executorPreference: probe) { try await processor.capturePhoto(with: output) }
+    try #require(
+      await eventually { watch.heldCount == 1 }, "capturePhoto(with:) did not start the capture")
+    let later = Task(executorPreference: probe) { try await processor.capturePhoto(with: output) }
+    try #require(
+      await eventually { watch.heldCount == 2 },
+      "a second capturePhoto(with:) did not start its capture")
+    for _ in 0..<20 { await Task.yield() }
+    // The second report comes while the first one is resuming its caller: it must find that
+    // caller already answered, and answer the other one.
+    probe.onNextResume {
+      watch.releaseOne()
+      _ = waitOnThisThread(upTo: .seconds(1)) { output.reportCount == 2 }
+    }
+    watch.releaseOne()
+    let first = try await withDeadline(
+      .seconds(2), "the first capturePhoto(with:)", hint: overlapHint
+    ) {
+      try await earlier.value
+    }
+    let second = try await withDeadline(
+      .seconds(2), "the second capturePhoto(with:), reported while the first was resumed,",
+      hint: """
+        the second report came while the first caller was being resumed, and found no \
+        caller to answer: each report must take its caller out in the same step as it finds \
+        it, before resuming
+        """
+    ) {
+      try await later.value
+    }
+
+    #expect(first == sunset, "the first capture's photo goes to the first caller")
+    #expect(second == harbour, "the second capture's photo goes to the second caller")
+    #expect(probe.probesFired == 1, "the first caller was never resumed")
   }
 
   @Test("Returns the captured photo", arguments: scripts)

@@ -36,6 +36,20 @@ private let failureHint =
   "locationManager(_:didFailWithError:) must resume the stored continuation by throwing the "
   + "error; it is an optional delegate method, so the compiler never asked for it"
 
+/// The contract of `currentLocation(using:)`: each path, what the caller and the manager see,
+/// and the test that checks it (— where a column does not apply, and why).
+///
+/// | path | result, error | manager (updates, delegate) | thread, timing |
+/// | --- | --- | --- | --- |
+/// | allowed before | the first location, the rest ignored: `returnsTheFirstLocation` | stored before the delegate is set: `storesBeforeSettingTheDelegate`; updates stopped before the caller is resumed: `stoppedBeforeTheCallerGoesOn` | answered while the manager reports: `stoppedBeforeTheCallerGoesOn` |
+/// | not determined, the user allows | the first location: `asksAndWaitsForTheAnswer` | asked once, stopped: `asksAndWaitsForTheAnswer` | — |
+/// | not determined, the user says no | `.denied`: `throwsWhenTheUserSaysNo` | no updates: `throwsWhenTheUserSaysNo` | — |
+/// | denied or restricted before | `.denied` / `.restricted`: `throwsWhenPermissionIsMissing` | no updates: `throwsWhenPermissionIsMissing` | — |
+/// | locating fails | the manager's error, later reports ignored: `throwsTheManagersError` | — | — |
+/// | every report repeated | one resume: `answersOnceWhenEveryReportComesTwice` | — | — |
+/// | the user takes their time | the location: `keepsTheDelegateAliveWhileWaiting` | the delegate lives while the caller waits, and is let go after: `keepsTheDelegateAliveWhileWaiting` | — |
+/// | a second call while the first waits | both answered: `aSecondCallAnswersBothCallers` | — | — |
+/// | cancelled task (before, during, after) | — currentLocation(using:) promises nothing for a cancelled task | | |
 @Suite("2.4 Location, once")
 struct LocationOnceTests {
   // First in the file on purpose: when several tests fail, the runner shows the first one,
@@ -65,6 +79,37 @@ struct LocationOnceTests {
       try await currentLocation(using: atOnce)
     }
     #expect(second == bridge, "the manager's first location is \(bridge)")
+  }
+
+  @Test("Updates have stopped by the time the caller is resumed with its location")
+  func stoppedBeforeTheCallerGoesOn() async throws {
+    let watch = ResumeWatch()
+    let manager = LocationManager(
+      authorization: .authorizedWhenInUse, userAnswer: nil,
+      updates: [.location(museum), .location(bridge)], script: watch.reportScript)
+
+    let (results, _, outside) = try await resumedInsideTheReport(
+      "currentLocation(using:)", hint: locationHint, watch: watch,
+      look: { manager.isUpdatingLocation ? "still updating" : "stopped" }
+    ) {
+      try await currentLocation(using: manager)
+    }
+
+    let location = try results.first?.get()
+    #expect(
+      location == museum,
+      "currentLocation(using:) returned \(String(describing: location)), not the manager's first location \(museum)"
+    )
+    #expect(
+      outside == 0, resumedAfterTheReport("currentLocation(using:)", outside: outside))
+    #expect(
+      !watch.seen.contains("still updating"),
+      """
+      the caller was resumed while the manager was still updating (\(watch.seen)): the \
+      location was handed over first and updates stopped only afterwards, so a caller that \
+      goes on at once (or asks again) finds the manager still running, using power and \
+      reporting locations nobody waits for. Updates must be stopped before the caller goes on
+      """)
   }
 
   @Test("Asks the user when nobody has asked yet, and waits for their answer", arguments: scripts)

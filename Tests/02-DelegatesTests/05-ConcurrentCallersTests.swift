@@ -50,6 +50,19 @@ private func codes(_ results: [Result<String, any Error>]) -> [String?] {
   results.map { try? $0.get() }
 }
 
+/// The contract of `SharedBarcodeScanner.scan()`: each path, what the callers and the scanner
+/// see, and the test that checks it (— where a column does not apply, and why).
+///
+/// | path | result, error | scanner starts, waiting list | thread, timing |
+/// | --- | --- | --- | --- |
+/// | one caller (inside the call, soon, later) | the code: `storesBeforeStarting`, `oneCallerAfterAnother` | stored before starting: `storesBeforeStarting` | — |
+/// | two, or many, callers at once | one scan, its code to all: `twoCallersShareOneScan`, `manyCallersShareOneScan` | one start: `twoCallersShareOneScan`, `manyCallersShareOneScan` | — the callers may be answered by work that runs after the report (an actor, a shared task): the scanner reports once per scan, so nothing can answer them twice |
+/// | the scan fails | its error to every caller: `aFailureReachesEveryCaller` | — | — |
+/// | one caller after another | a fresh scan each: `oneCallerAfterAnother` | emptied when answered: `oneCallerAfterAnother` | — |
+/// | callers after a shared scan ended | a new shared scan: `laterCallersShareANewScan` | — | — |
+/// | the same scan reported twice | one resume each: `answersOnceWhenReportedTwice` | — | — |
+/// | two callers in the same nanoseconds, a caller joining between the take and the clear | — only thread interleaving reaches a gap between two steps of the learner's own lock, with no call into the scanner or the runtime between them: the many-callers tests race them, but cannot catch it every run | | |
+/// | cancelled task (before, during, after) | — scan() promises nothing for a cancelled task: the scanner always reports | | |
 @Suite("2.5 Concurrent callers")
 struct ConcurrentCallersTests {
   // First in the file on purpose: when several tests fail, the runner shows the first one,

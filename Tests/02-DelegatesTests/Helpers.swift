@@ -1,5 +1,7 @@
 import Foundation
 import LegacyKit
+import Testing
+import WorkbookTesting
 
 /// Holds a simulated framework's callbacks until the test opens it, so that a test can make
 /// two calls overlap for certain, however busy the machine is: nothing is reported until
@@ -45,4 +47,177 @@ final class CallbackGate: @unchecked Sendable {
       held.append(work)
     }
   }
+}
+
+/// A task executor that notes where each task that prefers it was resumed: inside a
+/// framework's report (a callback delivered through ``reportScript``), or elsewhere, later.
+///
+/// A delegate that hands its report to a task or a queue resumes the waiting caller only
+/// after the report has returned, whenever that work gets to run: meanwhile the next call
+/// may already have stored its continuation (and be answered by the old report), or join a
+/// scan that has ended. Run the caller as `Task(executorPreference: watch) { … }`, let it
+/// suspend, call ``startWatching(look:)``, then ``release()`` the reports.
+///
+/// Jobs run on Dispatch's global queue, any number at once, like the default executor.
+final class ResumeWatch: TaskExecutor, @unchecked Sendable {
+  private let lock = NSLock()
+  private var reportThreads: [pthread_t] = []
+  private var watching = false
+  private var released = false
+  private var inside = 0
+  private var outside = 0
+  private var seenAtResume: [String] = []
+  private var look: (@Sendable () -> String)?
+  private var held: [@Sendable () -> Void] = []
+
+  func enqueue(_ job: consuming ExecutorJob) {
+    let job = UnownedJob(job)
+    lock.lock()
+    if watching {
+      let here = pthread_self()
+      if reportThreads.contains(where: { pthread_equal($0, here) != 0 }) {
+        inside += 1
+      } else {
+        outside += 1
+      }
+      if let look { seenAtResume.append(look()) }
+    }
+    lock.unlock()
+    let executor = asUnownedTaskExecutor()
+    DispatchQueue.global().async { job.runSynchronously(on: executor) }
+  }
+
+  /// Reports held until ``release()``, then delivered one after another on a queue of
+  /// their own, each noted as a report while it runs; a report made after the release is
+  /// delivered at once, the same way.
+  var reportScript: CallbackScript {
+    CallbackScript(
+      timing: .scheduled(
+        CallbackScheduler(name: "a thread of its own, when the test lets it") { [self] work in
+          lock.lock()
+          let now = released
+          if !now { held.append(work) }
+          lock.unlock()
+          if now { deliver([work]) }
+        }))
+  }
+
+  /// How many reports wait for ``release()``.
+  var heldCount: Int {
+    lock.lock()
+    defer { lock.unlock() }
+    return held.count
+  }
+
+  /// From now on, notes every resume; `look`, if given, is called at each resume, on the
+  /// resuming thread, to note what the test sees at that moment.
+  func startWatching(look: (@Sendable () -> String)? = nil) {
+    lock.lock()
+    watching = true
+    self.look = look
+    lock.unlock()
+  }
+
+  /// Delivers the held reports, in order, on the reports' own queue.
+  func release() {
+    lock.lock()
+    let reports = held
+    held = []
+    released = true
+    lock.unlock()
+    deliver(reports)
+  }
+
+  /// Delivers the oldest held report on a thread of its own, whatever other reports are
+  /// doing meanwhile (a report at the same moment as another); false when none is held.
+  @discardableResult
+  func releaseOne() -> Bool {
+    lock.lock()
+    let report = held.isEmpty ? nil : held.removeFirst()
+    lock.unlock()
+    guard let report else { return false }
+    Thread.detachNewThread { [self] in runAsReport(report) }
+    return true
+  }
+
+  /// Reports run one at a time, in the order they were made, as on a framework's own queue.
+  private let reportQueue = DispatchQueue(label: "DelegatesTests.ResumeWatch")
+
+  private func deliver(_ reports: [@Sendable () -> Void]) {
+    for report in reports {
+      reportQueue.async { [self] in runAsReport(report) }
+    }
+  }
+
+  /// Runs `report` on this thread, noted as a report while it runs.
+  private func runAsReport(_ report: () -> Void) {
+    let here = pthread_self()
+    lock.lock()
+    reportThreads.append(here)
+    lock.unlock()
+    report()
+    lock.lock()
+    reportThreads.removeAll { pthread_equal($0, here) != 0 }
+    lock.unlock()
+  }
+
+  /// Resumes noted inside a report, and after one (or on another thread).
+  var resumes: (inside: Int, outside: Int) {
+    lock.lock()
+    defer { lock.unlock() }
+    return (inside, outside)
+  }
+
+  /// What `look` saw at each resume.
+  var seen: [String] {
+    lock.lock()
+    defer { lock.unlock() }
+    return seenAtResume
+  }
+}
+
+/// Runs `callers` calls of `call` at once, as tasks that prefer `watch`, lets the framework's
+/// `reports` held reports go once every call has started, and returns the calls' results
+/// (each within the deadline) in the order they were started, with where they were resumed.
+func resumedInsideTheReport<T: Sendable>(
+  _ operationName: String, hint: String, watch: ResumeWatch, callers: Int = 1,
+  reports: Int = 1, look: (@Sendable () -> String)? = nil,
+  sourceLocation: SourceLocation = #_sourceLocation,
+  _ call: @escaping @Sendable () async throws -> T
+) async throws -> (results: [Result<T, any Error>], inside: Int, outside: Int) {
+  var tasks: [Task<T, any Error>] = []
+  for _ in 0..<callers {
+    tasks.append(Task(executorPreference: watch) { try await call() })
+    // One at a time, so that they wait in a known order.
+    _ = await eventually { watch.heldCount >= min(tasks.count, reports) }
+  }
+  try #require(
+    await eventually { watch.heldCount == reports },
+    "\(operationName) did not start what it waits for", sourceLocation: sourceLocation)
+  // Let the callers that start no report of their own join (one that comes later still
+  // gets a report: those made after the release are delivered at once).
+  for _ in 0..<20 { await Task.yield() }
+  watch.startWatching(look: look)
+  watch.release()
+  var results: [Result<T, any Error>] = []
+  for task in tasks {
+    let result = try await withDeadline(
+      .seconds(2), operationName, hint: hint, sourceLocation: sourceLocation
+    ) {
+      await Result(catching: { try await task.value })
+    }
+    results.append(result)
+  }
+  let resumes = watch.resumes
+  return (results, resumes.inside, resumes.outside)
+}
+
+/// What went wrong when a caller was resumed after the framework's report had returned.
+func resumedAfterTheReport(_ operationName: String, outside: Int) -> Comment {
+  """
+  \(operationName) was resumed \(outside) time(s) only after the framework's report had \
+  returned, by work left to run later (a Task or a queue): until that work runs, the \
+  report's caller is still stored, so a new call can be answered by this old report, or \
+  join what has already ended. Each report must be handled while it is being made
+  """
 }
