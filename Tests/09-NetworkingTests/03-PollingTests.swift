@@ -94,7 +94,11 @@ struct PollingTests {
       atMost: 4, of: server.url("/status"), every: .milliseconds(5), session: session,
       within: .seconds(2), "three polls, then a 500")
     #expect(
-      Array(seen.prefix(3)) == ["green", "amber", "green"], "yield each response's body, as text")
+      Array(seen.prefix(3)) == ["green", "amber", "green"],
+      Comment(
+        rawValue: "the server answered green, amber, green, and the stream yielded "
+          + "\(Array(seen.prefix(3))): yield each response's body, as text, in the order of the "
+          + "polls"))
     #expect(server.requests.count >= 4, "one request per poll")
     #expect(
       seen.count == 3 && error as? PollFailed == PollFailed(status: 500),
