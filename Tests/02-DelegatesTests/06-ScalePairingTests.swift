@@ -102,6 +102,7 @@ private func expectPaired(
 /// | each outcome repeated; pairs then fails | the first outcome, once: `answersOnce` | — | — | — |
 /// | pairs as the app cancels, on two threads at once | the scale or `PairingCancelled`, once: `pairsAsTheAppCancels`, round after round: `pairsAsTheAppCancelsAgainAndAgain` | — | — | the two reports overlap, held in the delegate accessors: `pairsAsTheAppCancels`; released together with random offsets: `pairsAsTheAppCancelsAgainAndAgain` |
 /// | slow scale | the scale: `keepsTheDelegateAlive`, `slowScale` | the delegate outlives the wait (held weakly by the session): `keepsTheDelegateAlive` | — | suspends on the reporting thread: `suspendsWhileWaiting`; 2.5 s blocks no thread: `slowScale` |
+/// | pairs: the caller answered | the scale: `letsGoOfTheSessionBeforeTheCallerGoesOn` | no delegate of the pairing left on the session when the caller is resumed: `letsGoOfTheSessionBeforeTheCallerGoesOn` | — | — |
 /// | paired again on the same session | each pairing its own outcome: `pairsAgain` | three starts: `pairsAgain` | — | — |
 /// | two pairings at once on one session | — the session pairs one at a time, by its contract | | | |
 /// | the calling task cancelled | — the doc comment promises nothing for it: the session's own `cancel()` is how a pairing is stopped | | | |

@@ -1,0 +1,110 @@
+import LegacyKit
+import Testing
+import WorkbookTesting
+
+@testable import Delegates
+
+private let office = Location(latitude: 48.8584, longitude: 2.2945)
+private let harbour = Location(latitude: 48.8530, longitude: 2.3499)
+
+/// What to look for when the call that was the manager's delegate when it reported is never
+/// answered, when the call it replaced is not, and when the call that one replaced is not.
+private let hints = [
+  "each call made its own object the manager's delegate while the calls before it still "
+    + "waited, so the second call's request had taken the first one's place before the third "
+    + "took the second's; the answer reached the caller whose request it replaced, but not "
+    + "the one that request had replaced in turn. The manager reports to one delegate only: "
+    + "every caller waiting on it must get the answer, however many times the delegate "
+    + "changed hands",
+  "the third call made its own object the manager's delegate while the second still waited, "
+    + "and the manager reports to one delegate only, so the second call's delegate never "
+    + "heard another word; a caller whose delegate was replaced must get the same answer",
+  "the third call's request was the manager's delegate when it reported, and its first "
+    + "didUpdateLocations must resume the stored continuation; is your delegate still alive? "
+    + "The manager holds it weakly, so a delegate nothing else holds is gone before the "
+    + "manager reports",
+]
+
+extension LocationOnceTests {
+  @Test("Three calls overlapping on one manager: every caller gets the answer")
+  func everyReplacedCallerIsAnswered() async throws {
+    let gate = CallbackGate()
+    let manager = LocationManager(
+      authorization: .notDetermined, userAnswer: .authorizedWhenInUse,
+      updates: [.location(office), .location(harbour)], script: gate.script)
+
+    // Three parts of the app ask the same manager, each while the ones before it still wait;
+    // the manager reports nothing until all three have set their delegates.
+    var calls: [Task<Location, any Error>] = []
+    for number in 1...3 {
+      calls.append(Task { try await currentLocation(using: manager) })
+      try #require(
+        await eventually { gate.heldCount == number },
+        "currentLocation(using:) number \(number) did not set the manager's delegate")
+    }
+    gate.open()
+
+    let names = [
+      "the first currentLocation(using:), whose delegate the second call replaced,",
+      "the second currentLocation(using:), whose delegate the third call replaced,",
+      "the third currentLocation(using:), the manager's delegate when it reported,",
+    ]
+    for index in [2, 1, 0] {
+      let location = try await withDeadline(.seconds(2), names[index], hint: hints[index]) {
+        try await calls[index].value
+      }
+      #expect(
+        location == office,
+        "\(names[index]) returned \(location), not the manager's first location \(office)")
+    }
+    let stopped = await eventually { !manager.isUpdatingLocation }
+    #expect(stopped, "updates must be stopped once the callers have their location")
+  }
+
+  @Test("Stops listening before the caller goes on: no delegate of the call is left on the manager")
+  func letsGoOfTheManagerBeforeTheCallerGoesOn() async throws {
+    let gate = CallbackGate()
+    let manager = LocationManager(
+      authorization: .authorizedWhenInUse, userAnswer: nil,
+      updates: [.location(office), .location(harbour)], script: gate.script)
+    // The caller runs on an executor that lets the test look at the manager inside the
+    // caller's resume: on the thread of the report that answers it, before anything else.
+    let probe = ResumeProbeExecutor()
+    let call = Task(executorPreference: probe) { try await currentLocation(using: manager) }
+    try #require(
+      await eventually { gate.heldCount == 1 },
+      "currentLocation(using:) did not set the manager's delegate")
+    for _ in 0..<20 { await Task.yield() }
+    let delegateAtResume = Locked<String?>(nil)
+    probe.onNextResume {
+      let delegate = manager.delegate
+      delegateAtResume.withLock {
+        $0 = delegate.map { "a \(type(of: $0))" } ?? "none"
+      }
+    }
+    gate.open()
+
+    let location = try await withDeadline(
+      .seconds(2), "currentLocation(using:)",
+      hint: "the first didUpdateLocations must resume the stored continuation; is your "
+        + "delegate still alive? The manager holds it weakly, so a delegate nothing else holds "
+        + "is gone before the manager reports"
+    ) {
+      try await call.value
+    }
+    #expect(
+      location == office,
+      "currentLocation(using:) returned \(location), not the manager's first location \(office)")
+    #expect(probe.probesFired == 1, "the caller of currentLocation(using:) was never resumed")
+    let seen = delegateAtResume.value ?? "none"
+    #expect(
+      seen == "none",
+      """
+      when the caller was resumed, the manager's delegate was still \(seen), set by this \
+      call: the manager goes on reporting to it (here the second location, already on its \
+      way) after the caller has its answer, until the object happens to be freed. A \
+      one-shot call is done with the manager when it answers: it must stop listening \
+      before its caller goes on, as it stops the updates
+      """)
+  }
+}

@@ -1,0 +1,57 @@
+import LegacyKit
+import Testing
+import WorkbookTesting
+
+@testable import Delegates
+
+private let bathroomScale = PairedScale(name: "Bathroom scale", serialNumber: "BS-0815")
+
+extension ScalePairingTests {
+  @Test(
+    "Stops listening before the caller goes on: no delegate of the pairing is left on the session")
+  func letsGoOfTheSessionBeforeTheCallerGoesOn() async throws {
+    let gate = CallbackGate()
+    let session = ScalePairingSession(outcome: .pairs(bathroomScale), script: gate.script)
+    // The caller runs on an executor that lets the test look at the session inside the
+    // caller's resume: on the thread of the report that answers it, before anything else.
+    let probe = ResumeProbeExecutor()
+    let call = Task(executorPreference: probe) {
+      try await pairScale(session, code: "0815", progress: { _ in })
+    }
+    try #require(
+      await eventually { gate.heldCount == 1 },
+      "pairScale(_:code:progress:) did not start the pairing")
+    for _ in 0..<20 { await Task.yield() }
+    let delegateAtResume = Locked<String?>(nil)
+    probe.onNextResume {
+      let delegate = session.delegate
+      delegateAtResume.withLock {
+        $0 = delegate.map { "a \(type(of: $0))" } ?? "none"
+      }
+    }
+    gate.open()
+
+    let scale = try await withDeadline(
+      .seconds(2), "pairScale(_:code:progress:)",
+      hint: "didPair must resume the stored continuation; is your delegate still alive? The "
+        + "session holds it weakly, so a delegate nothing else holds is gone before the scale "
+        + "answers"
+    ) {
+      try await call.value
+    }
+    #expect(
+      scale == bathroomScale,
+      "pairScale returned \(scale), not the scale the session paired with, \(bathroomScale)")
+    #expect(probe.probesFired == 1, "the caller of pairScale was never resumed")
+    let seen = delegateAtResume.value ?? "none"
+    #expect(
+      seen == "none",
+      """
+      when the caller was resumed, the session's delegate was still \(seen), set by this \
+      pairing: the session goes on reporting to it (a repeated outcome, a failure after the \
+      pairing) after the caller has its answer, until the object happens to be freed. A \
+      pairing is done with the session when it answers: it must stop listening before its \
+      caller goes on, and leave alone a delegate someone else has set since
+      """)
+  }
+}
