@@ -44,6 +44,23 @@ public func withDeadline<T: Sendable>(
   sourceLocation: SourceLocation = #_sourceLocation,
   _ operation: sending @escaping @isolated(any) () async throws -> T
 ) async throws -> T {
+  try await withDeadline(
+    limit, operationName, likelyCause: { hint }, on: executor, checksPool: checksPool,
+    sourceLocation: sourceLocation, operation)
+}
+
+/// Runs `operation` like ``withDeadline(_:_:hint:on:checksPool:sourceLocation:_:)``, but
+/// works out the likely cause only at the deadline (before the operation is cancelled), from
+/// what the test's fakes have seen by then, so that it can name the cause this answer has.
+public func withDeadline<T: Sendable>(
+  _ limit: Duration = .seconds(2),
+  _ operationName: String,
+  likelyCause: @Sendable () -> String,
+  on executor: OneThreadExecutor? = nil,
+  checksPool: Bool = true,
+  sourceLocation: SourceLocation = #_sourceLocation,
+  _ operation: sending @escaping @isolated(any) () async throws -> T
+) async throws -> T {
   // Whichever reports first wins: the operation, the timer, or the pool's watchdog; the
   // stream keeps only that report.
   let (outcomes, report) = AsyncStream.makeStream(
@@ -79,7 +96,9 @@ public func withDeadline<T: Sendable>(
   }
   switch first {
   case .finished(let outcome):
-    if case .failure(let error) = outcome { explainThrown(error, operationName, hint) }
+    if case .failure(let error) = outcome {
+      explainThrown(error, operationName, likelyCause())
+    }
     return try outcome.get()
   case .blocked(let what):
     work.cancel()
@@ -90,6 +109,7 @@ public func withDeadline<T: Sendable>(
     break
   }
 
+  let hint = likelyCause()
   work.cancel()
   let message: String
   if let held = executor?.currentJobAge, held >= limit / 2 {

@@ -129,14 +129,23 @@ extension NotificationsTests {
       poster.start()
       // The loop on a thread of its own, and the pool left whole (no pool check): work
       // handed to tasks gets both of its threads, as in an app.
+      let progress = Locked<[Int]>([])
       let seen = try await withDeadline(
         .seconds(5), "a loop over 3,000 level changes",
-        hint: "the observer block must yield battery.level for every change; is a yield lost?",
+        likelyCause: {
+          // What the battery saw names the cause when it can (a block never run, run on a
+          // queue, levels thrown away); otherwise a yield was lost.
+          let cause = diagnosis(of: battery, seen: progress.value, wanted: levels.count)
+          if cause != levelsHint { return cause }
+          if battery.levelReadsOutsidePostsCount > 0 { return queueHint }
+          return "the observer block must yield battery.level for every change; is a yield lost?"
+        },
         on: loopThread, checksPool: false
       ) {
         var seen: [Int] = []
         for await level in stream {
           seen.append(level)
+          progress.withLock { $0.append(level) }
           if seen.count == levels.count { break }
         }
         return seen

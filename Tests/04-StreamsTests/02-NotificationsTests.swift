@@ -7,18 +7,19 @@ import WorkbookTesting
 
 private let scripts: [CallbackScript] = [.synchronously, .default, .later(.milliseconds(100))]
 
-private let levelsHint =
+let levelsHint =
   "the observer must be added to battery.notificationCenter (not .default) for "
   + "Battery.levelDidChangeNotification, and its block must yield battery.level"
 
-private let queueHint =
-  "the observer block read battery.level on another thread than the one that posted: with a "
-  + "queue, the center runs the block later, when the level may have changed again. Pass "
-  + "queue: nil, so that the block runs inside post and reads the level just posted"
+let queueHint =
+  "battery.level was read on another thread than the one that posted, after post had "
+  + "returned, when the level may have changed again: it must be read inside post, in the "
+  + "observer block itself. Was the observer given a queue (the center then runs the block "
+  + "later; add it with queue: nil), or does the block read the level in a Task it starts?"
 
 /// What most likely keeps a loop that wants `wanted` levels waiting, judged at the deadline
 /// from what the battery saw and the loop got (`seen`).
-private func diagnosis(of battery: Battery, seen: [Int], wanted: Int) -> String {
+func diagnosis(of battery: Battery, seen: [Int], wanted: Int) -> String {
   let posts = battery.postCount
   let reads = battery.levelReadCount
   if posts > 0, reads == 0 {

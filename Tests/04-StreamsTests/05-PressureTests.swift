@@ -33,6 +33,14 @@ func diagnosis(of hub: TelemetryHub, received: [Int]) -> String {
       + "hub delivered (a hub may deliver inside startMeasuring). Make the stream and its "
       + "continuation first, then start the hub: \(registerFirst)"
   }
+  if !hub.hasFinished, !hub.isMeasuring, hub.receipts.last == .closed {
+    // The loop still waits, so the stream had not ended: the .closed came from a live stream.
+    return
+      "the hub stopped measuring at a .closed receipt, \(hub.receipts.count) samples into its "
+      + "session, while the loop was still reading: the stream had not ended, so nothing "
+      + "should have said .closed. .closed means nobody listens any more; was a full buffer "
+      + "answered .closed? The hub then never finishes its session, so the stream never ends"
+  }
   return finishHint
 }
 

@@ -24,6 +24,15 @@ private let alreadyCancelledHint =
   + "found nothing to resume; check Task.isCancelled under the same lock where you store "
   + "the continuation"
 
+/// The likely cause when `stuck` awaiters never ended and only `stored` continuations are
+/// left in `waiting`: the others are stored nowhere, so nothing can resume them.
+private func lostContinuationsHint(stuck: Int, stored: Int) -> String {
+  "\(stuck == 1 ? "1 awaiter" : "\(stuck) awaiters") never ended, and only \(stored) "
+    + "continuation(s) are left in `waiting`: "
+    + "the others were stored nowhere, so nothing could resume them. Was one awaiter's "
+    + "continuation replaced by another's (two awaiters given the same id or key), or dropped?"
+}
+
 /// Starts `count` tasks that await `promise`, and waits until every one of them is stored
 /// in it. Says whether they were.
 private func startAwaiters<Value>(
@@ -300,7 +309,13 @@ struct BuildAPromiseTests {
   @Test("Awaiters cancelled at any moment all end, and none is left stored")
   func cancellationRace() async throws {
     let promise = Promise<Int>()
-    let awaiters = (0..<200).map { _ in Task { try await promise.value } }
+    let ended = Locked(0)
+    let awaiters = (0..<200).map { _ in
+      Task {
+        defer { ended.withLock { $0 += 1 } }
+        return try await promise.value
+      }
+    }
     // Cancel from another thread while the awaiters are still starting to wait, so some are
     // cancelled before they store a continuation, some while, and some after.
     Thread {
@@ -310,7 +325,14 @@ struct BuildAPromiseTests {
       }
     }.start()
 
-    let outcomes = try await results(of: awaiters, hint: alreadyCancelledHint)
+    // An awaiter that never ends either has its continuation still stored (stored after its
+    // onCancel had run) or stored nowhere (replaced or dropped): the count tells them apart.
+    _ = await eventually(within: .seconds(2)) { ended.value == awaiters.count }
+    let stuck = awaiters.count - ended.value
+    let stored = promise.waitingCount
+    let hint =
+      stuck > stored ? lostContinuationsHint(stuck: stuck, stored: stored) : alreadyCancelledHint
+    let outcomes = try await results(of: awaiters, hint: hint)
 
     #expect(outcomes.allSatisfy(isCancellation), "every cancelled awaiter throws CancellationError")
     #expect(promise.waitingCount == 0, "cancelled awaiters leave nothing in `waiting`")
@@ -389,16 +411,29 @@ struct BuildAPromiseTests {
         // runs while they are arriving: some find the result, some are stored, and some are
         // in between when it comes.
         var awaiters: [Task<Int, any Error>] = []
+        let ended = Locked(0)
         for index in 0..<8 {
           if index == 3 { Task { promise.succeed(round) } }
-          awaiters.append(Task { try await promise.value })
+          awaiters.append(
+            Task {
+              defer { ended.withLock { $0 += 1 } }
+              return try await promise.value
+            })
         }
 
         let outcomes = try await withDeadline(
           .seconds(2), "promise.value in round \(round)",
-          hint: "an awaiter that arrived while the promise was being completed was stored after "
-            + "complete(with:) had taken everyone out; look for the result again in the "
-            + "withLock that stores the continuation"
+          likelyCause: {
+            // A lost awaiter's continuation is either still stored (stored too late) or
+            // stored nowhere (replaced or dropped): the count tells them apart.
+            let stuck = 8 - ended.value
+            let stored = promise.waitingCount
+            return stuck > stored
+              ? lostContinuationsHint(stuck: stuck, stored: stored)
+              : "an awaiter that arrived while the promise was being completed was stored "
+                + "after complete(with:) had taken everyone out; look for the result again in "
+                + "the withLock that stores the continuation"
+          }
         ) {
           var outcomes: [Int?] = []
           for awaiter in awaiters { outcomes.append(try? await awaiter.value) }

@@ -203,7 +203,19 @@ struct PipelinesTests {
       return element
     }
 
-    try await withDeadline(.seconds(5), "runPipeline(…)", hint: endHint) {
+    try await withDeadline(
+      .seconds(5), "runPipeline(…)",
+      likelyCause: {
+        let seen = activity.transforms.value
+        // Each transform waits up to a second for another to run beside it: one at a time,
+        // 3 × workers of them take longer than the deadline.
+        return seen.most == 1 && seen.started > 1
+          ? "\(seen.started) transforms started, and never two at once although workers is "
+            + "\(workers): each one waited a second for another to run beside it. The "
+            + "transforms ran one after another, not in \(workers) workers at once"
+          : endHint
+      }
+    ) {
       try await runPipeline(
         source: finishedSource(1...(3 * workers)), workers: workers, transform: transform,
         consume: activity.record)
@@ -217,17 +229,49 @@ struct PipelinesTests {
   @Test("A failing transform fails the pipeline, and nothing runs after it returns")
   func failingTransform() async throws {
     let activity = Activity()
+    let inputs = Locked<[Int]>([])
+    // How many transforms had started when element 5's threw.
+    let thrownAt = Locked<Int?>(nil)
     let transform: @Sendable (Int) async throws -> Int = { element in
+      inputs.withLock { $0.append(element) }
       activity.transformStarted()
       defer { activity.transformEnded() }
-      if element == 5 { throw Boom(tag: element) }
+      if element == 5 {
+        thrownAt.withLock { $0 = activity.transforms.value.started }
+        throw Boom(tag: element)
+      }
       try await Task.sleep(for: .milliseconds(20))
       return element
     }
 
     await #expect(throws: Boom(tag: 5)) {
       try await withDeadline(
-        .seconds(2), "runPipeline(…) with a failing transform", hint: transformFailHint
+        .seconds(2), "runPipeline(…) with a failing transform",
+        likelyCause: {
+          let seen = activity.transforms.value
+          let repeated = Dictionary(grouping: inputs.value, by: { $0 }).filter {
+            $0.value.count > 1
+          }
+          if let element = repeated.keys.min() {
+            return
+              "element \(element) was transformed \(repeated[element]!.count) times: \(onceHint)"
+          }
+          if seen.most > 3 {
+            return
+              "\(seen.most) transforms ran at once with 3 workers (\(seen.started) started): "
+              + "nothing waited for a free worker before starting more than `workers` "
+              + "transforms, so the pipeline kept reading the endless source, and the error "
+              + "that element 5's transform threw was not seen while it did"
+          }
+          if let thrown = thrownAt.value, seen.started > thrown {
+            return
+              "after element 5's transform threw, \(seen.started - thrown) more transforms "
+              + "started: \(transformFailHint). If the error is not lost, what waits for it? "
+              + "waitForAll() rethrows only once every child has ended, and a worker that reads "
+              + "the source itself never ends while the source goes on"
+          }
+          return transformFailHint
+        }
       ) {
         try await runPipeline(
           source: endlessSource(), workers: 3, transform: transform, consume: activity.record)
@@ -251,8 +295,20 @@ struct PipelinesTests {
     }
 
     await #expect(throws: Boom(tag: 3)) {
-      try await withDeadline(.seconds(2), "runPipeline(…) with a failing consumer", hint: stopHint)
-      {
+      try await withDeadline(
+        .seconds(2), "runPipeline(…) with a failing consumer",
+        likelyCause: {
+          let started = activity.transforms.value.started
+          let consumed = activity.consumed.value.count
+          // The consumer fails at its third result: it never got that far.
+          return consumed < 3 && started >= 10
+            ? "\(started) transforms started, but the consumer got only \(consumed) results "
+              + "(it fails at its third): the other results were lost between the workers "
+              + "and the consumer. Is a result gathered while waiting for a free worker "
+              + "thrown away?"
+            : stopHint
+        }
+      ) {
         try await runPipeline(
           source: endlessSource(), workers: 3,
           transform: activity.timesTen(delay: .milliseconds(5)),

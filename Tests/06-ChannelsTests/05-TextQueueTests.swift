@@ -332,7 +332,14 @@ struct TextQueueTests {
       one: refuse the newcomer instead (bufferingOldest, not bufferingNewest)
       """)
     if droppedAWaitingOne { return }
-    let refused = try await barbara.result("submit(_:) to a full queue", hint: fullHint)
+    // ada's send has not returned (the gateway holds it), so grace and linus must still be
+    // waiting in the queue, and it is full: only a message taken out early makes room.
+    let refused = try await barbara.result(
+      "submit(_:) to a full queue",
+      hint: "ada's send was still in progress and grace and linus were waiting, so a queue of "
+        + "capacity 2 was full, and barbara was not refused. \(fullHint). If it already does, "
+        + "did a message leave the queue before ada's send had ended? A send started in a "
+        + "Task of its own lets the worker take the next message at once, so sends overlap")
     #expect(
       throws: TextQueueError.full,
       "a message that does not fit must be refused with TextQueueError.full"

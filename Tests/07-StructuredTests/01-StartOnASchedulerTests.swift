@@ -95,8 +95,11 @@ struct StartOnASchedulerTests {
     task.cancel()
     try await withDeadline(
       .seconds(2), "a cancelled load()",
-      hint: "cancelling the task must cancel the future (withTaskCancellationHandler), "
-        + "or the task waits for an answer nobody wants"
+      hint: "the task load() returned was cancelled, and its future was not: cancelling the "
+        + "task must cancel the future (withTaskCancellationHandler), or the task waits for an "
+        + "answer nobody wants. If it already does, does the cancel reach it? The task load() "
+        + "returns must be the one that waits on the future, not a Task wrapped around it or a "
+        + "detached one, which its cancellation never reaches"
     ) { await task.value }
     promise.success("Ada Lovelace")  // Too late: ignored if cancelled already.
 

@@ -119,7 +119,14 @@ struct InjectedClockTests {
 
     for (attempt, wait) in [(1, 1), (2, 2), (3, 4)] {
       try await asleep(clock, retry, on: executor, after: attempt)
-      #expect(calls.value == attempt, "attempt \(attempt + 1) started before its wait")
+      #expect(
+        calls.value == attempt,
+        Comment(
+          rawValue: calls.value > attempt
+            ? "attempt \(attempt + 1) started before its wait"
+            : "retrying(…) was asleep after only \(calls.value) attempts, not \(attempt): it "
+              + "was still in an earlier wait, longer than the test had advanced the clock by "
+              + "(1, 2 and 4 seconds after attempts 1, 2 and 3)"))
       let asked = clock.requestedSleeps.last
       #expect(
         asked == .seconds(wait),
@@ -132,7 +139,17 @@ struct InjectedClockTests {
       clock.advance(by: .milliseconds(1))
     }
 
-    let report = try await withDeadline(.seconds(2), "retrying(…)", hint: sleepHint) {
+    let report = try await withDeadline(
+      .seconds(2), "retrying(…)",
+      likelyCause: {
+        let asked = clock.requestedSleeps
+        return asked.isEmpty
+          ? sleepHint
+          : "retrying(…) is still asleep on the clock: it asked for waits of \(asked), and "
+            + "the test advanced the clock by 1, 2 and 4 seconds, one after each failed "
+            + "attempt; a wait longer than its turn has not ended yet"
+      }
+    ) {
       try await retry.value
     }
     #expect(report == "report")
@@ -190,7 +207,15 @@ struct InjectedClockTests {
     ) {
       try await withDeadline(
         .seconds(2), "a cancelled retrying(…)",
-        hint: "the wait must end when the task is cancelled: Task.sleep throws, so use try"
+        likelyCause: {
+          // Still a sleeper on the clock: the wait itself never saw the cancellation.
+          clock.sleeperCount > 0
+            ? "retrying(…) was cancelled while it waited, and its wait on the clock went on: "
+              + "the cancellation never reached the sleep. Does the wait run in a task that "
+              + "the caller's cancellation does not reach, such as Task.detached or a Task {} "
+              + "it awaits?"
+            : "the wait must end when the task is cancelled: Task.sleep throws, so use try"
+        }
       ) { try await retry.value }
     }
     #expect(calls.value == 1, "attempts went on after the task was cancelled")

@@ -25,6 +25,13 @@ private func expectOwnThread(
 private func linesRead(
   from text: String, sourceLocation: SourceLocation = #_sourceLocation
 ) async throws -> [String] {
+  try await linesAndInput(from: text, sourceLocation: sourceLocation).lines
+}
+
+/// Like ``linesRead(from:sourceLocation:)``, and the probed handle the lines came from.
+private func linesAndInput(
+  from text: String, sourceLocation: SourceLocation = #_sourceLocation
+) async throws -> (lines: [String], input: ProbedInput) {
   let pipe = Pipe()
   let input = ProbedInput(pipe)
   let lines = inputLines(from: input)
@@ -32,7 +39,7 @@ private func linesRead(
   try pipe.fileHandleForWriting.close()
   let received = try await readToEnd(lines)
   expectOwnThread(input, sourceLocation: sourceLocation)
-  return received
+  return (received, input)
 }
 
 /// `lines` read to their end, within a deadline that names the likely cause.
@@ -89,10 +96,15 @@ private func linesRead(
 struct InputLinesTests {
   @Test("Yields every line without its newline, and finishes at end of input")
   func linesThenEnd() async throws {
-    let received = try await linesRead(from: "hello\nsecond line\n\nlast\n")
+    let (received, input) = try await linesAndInput(from: "hello\nsecond line\n\nlast\n")
     #expect(
       received == ["hello", "second line", "", "last"],
-      "each line, without its newline: an empty line is a line too")
+      Comment(
+        rawValue: received.isEmpty && input.readCount == 0
+          ? "the stream finished without a line, and inputLines(from:) never asked the handle "
+            + "it was given for data (availableData was never called on it): does it read "
+            + "another input, such as standard input (readLine())?"
+          : "each line, without its newline: an empty line is a line too"))
   }
 
   @Test("A last line without a newline still counts")

@@ -126,6 +126,30 @@ private struct Chat {
       try await run.value
     }
   }
+
+  /// Waits for a command that should have given up to end. `hint` is the likely cause while
+  /// it still waits on the clock to try again; once nothing waits any more, the tries are
+  /// over and the likely cause is a gaveUp that never reached the command.
+  func endsGivingUp(
+    _ what: String, hint: String, sourceLocation: SourceLocation = #_sourceLocation
+  ) async throws {
+    try await withDeadline(
+      .seconds(3), what,
+      likelyCause: { [clock] in
+        clock.sleeperCount > 0
+          ? hint
+          : "after the last failed try nothing waited on the clock to try again, and "
+            + "runReconnectingChat(…) still had not ended: if it gave up there, the error "
+            + "did not reach the command. Is ReconnectError.gaveUp thrown in a task the "
+            + "command does not wait on while it reads its input, such as a Task {} awaited "
+            + "only after the input ends?"
+      },
+      sourceLocation: sourceLocation
+    ) {
+      [run] in
+      try await run.value
+    }
+  }
 }
 
 /// A server on `port` again, once the port is free.
@@ -354,7 +378,7 @@ struct ReconnectTests {
     }
 
     await #expect(throws: ReconnectError.gaveUp) {
-      try await alice.end(
+      try await alice.endsGivingUp(
         "runReconnectingChat(…) after \(policy.attempts) failed tries",
         hint: "give up after policy.attempts failed tries: throw ReconnectError.gaveUp")
     }
@@ -477,7 +501,7 @@ struct ReconnectTests {
       }
     }
     await #expect(throws: ReconnectError.gaveUp) {
-      try await alice.end(
+      try await alice.endsGivingUp(
         "runReconnectingChat(…) after \(policy.attempts) failed tries",
         hint: "give up after policy.attempts failed tries: throw ReconnectError.gaveUp")
     }
