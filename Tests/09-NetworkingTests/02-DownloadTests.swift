@@ -427,7 +427,17 @@ struct DownloadTests {
           for case .finished(let file) in events { try? FileManager.default.removeItem(at: file) }
         }
       }
-      guard SessionWitness.canWitness else { return }
+      guard SessionWitness.canWitness else {
+        #if canImport(FoundationNetworking)
+        // On Linux the witness is what makes this check possible: losing it must be loud.
+        Issue.record(
+          Comment(
+            rawValue: "workbook error: this toolchain's URLSessionTask no longer shows its "
+              + "session to SessionWitness, so whether each session is invalidated cannot "
+              + "be checked"))
+        #endif
+        return
+      }
       guard let session = SessionWitness.sessions(of: url).last else {
         // A download that never reached the session's loading: other tests say why.
         continue
