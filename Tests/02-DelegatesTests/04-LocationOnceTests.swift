@@ -41,7 +41,7 @@ private let failureHint =
 ///
 /// | path | result, error | manager (updates, delegate) | thread, timing |
 /// | --- | --- | --- | --- |
-/// | allowed before | the first location, the rest ignored: `returnsTheFirstLocation` | stored before the delegate is set: `storesBeforeSettingTheDelegate`; updates stopped before the caller is resumed: `stoppedBeforeTheCallerGoesOn` | answered while the manager reports: `stoppedBeforeTheCallerGoesOn` |
+/// | allowed before | the first location, the rest ignored: `returnsTheFirstLocation` | stored before the delegate is set: `storesBeforeSettingTheDelegate`; updates stopped before the caller is resumed: `stoppedBeforeTheCallerGoesOn`; delegate let go before the caller is resumed: `letsGoOfTheManagerBeforeTheCallerGoesOn` | answered while the manager reports: `stoppedBeforeTheCallerGoesOn` |
 /// | not determined, the user allows | the first location: `asksAndWaitsForTheAnswer` | asked once, stopped: `asksAndWaitsForTheAnswer` | — |
 /// | not determined, the user says no | `.denied`: `throwsWhenTheUserSaysNo` | no updates: `throwsWhenTheUserSaysNo` | — |
 /// | denied or restricted before | `.denied` / `.restricted`: `throwsWhenPermissionIsMissing` | no updates: `throwsWhenPermissionIsMissing` | — |
@@ -49,6 +49,7 @@ private let failureHint =
 /// | every report repeated | one resume: `answersOnceWhenEveryReportComesTwice` | — | — |
 /// | the user takes their time | the location: `keepsTheDelegateAliveWhileWaiting` | the delegate lives while the caller waits, and is let go after: `keepsTheDelegateAliveWhileWaiting` | — |
 /// | a second call while the first waits | both answered: `aSecondCallAnswersBothCallers` | — | — |
+/// | three calls overlapping | all three answered: `everyReplacedCallerIsAnswered` | updates stopped: `everyReplacedCallerIsAnswered` | — |
 /// | cancelled task (before, during, after) | — currentLocation(using:) promises nothing for a cancelled task | | |
 @Suite("2.4 Location, once")
 struct LocationOnceTests {

@@ -15,6 +15,7 @@ import WorkbookTesting
 /// | unavailable, then approved | the receipt: `retriesWhileUnavailable` | 3 attempts, one key, 1 charge: `retriesWhileUnavailable` | — | no sleep on its thread between attempts (or anywhere): `neverSleepsOnItsThread` |
 /// | unavailable every time | `.unavailable`: `givesUpWhenUnavailable` | exactly maxAttempts: `givesUpWhenUnavailable` | — | — |
 /// | declined | `.declined`: `declinedIsFinal` | 1 attempt, no charge: `declinedIsFinal` | — | — |
+/// | maxAttempts 0 | the program stops: `noAttemptAllowedIsRefused` | — | — | — |
 /// | answer lost (charged) | the receipt of the retry: `lostAnswerTimesOut` | 2 attempts, 1 charge: `lostAnswerTimesOut` | the lost one cancelled, one at a time, none at return: `lostAnswerTimesOut` | — |
 /// | no answer, ever | `.timedOut`: `everyAttemptTimesOut` | maxAttempts: `everyAttemptTimesOut` | one at a time, none at return: `everyAttemptTimesOut` | — |
 /// | every answer sent twice | one resume: `answersTwice` | — | — | — |
