@@ -50,8 +50,9 @@ extension LocationOnceTests {
       "the third currentLocation(using:), the manager's delegate when it reported,",
     ]
     for index in [2, 1, 0] {
+      let call = calls[index]
       let location = try await withDeadline(.seconds(2), names[index], hint: hints[index]) {
-        try await calls[index].value
+        try await call.value
       }
       #expect(
         location == office,
