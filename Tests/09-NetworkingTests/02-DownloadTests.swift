@@ -33,17 +33,32 @@ private func uniquePayload(_ count: Int) -> [UInt8] {
 
 /// The file in which FoundationNetworking is writing the download whose body starts with
 /// `body`'s first 32 bytes (`<temporary directory>/<UUID>.tmp`), or nil if there is none.
-private func sessionTemporaryFile(of body: [UInt8]) -> URL? {
+private func sessionTemporaryFile(of body: [UInt8], since start: Date) -> URL? {
   let head = Array(body.prefix(32))
   let directory = URL(fileURLWithPath: NSTemporaryDirectory())
-  let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-  for name in names where name.hasSuffix(".tmp") {
-    let file = directory.appendingPathComponent(name)
+  // Only files written since the test began: a temporary folder can hold thousands of old
+  // downloads, and opening each would take seconds.
+  let files =
+    (try? FileManager.default.contentsOfDirectory(
+      at: directory, includingPropertiesForKeys: [.contentModificationDateKey])) ?? []
+  for file in files where file.pathExtension == "tmp" {
+    let modified = try? file.resourceValues(forKeys: [.contentModificationDateKey])
+      .contentModificationDate
+    guard let modified, modified >= start.addingTimeInterval(-1) else { continue }
     guard let handle = try? FileHandle(forReadingFrom: file) else { continue }
     defer { try? handle.close() }
-    if let start = try? handle.read(upToCount: head.count), Array(start) == head { return file }
+    if let prefix = try? handle.read(upToCount: head.count), Array(prefix) == head { return file }
   }
   return nil
+}
+
+/// Runs `work` on a thread of its own and waits for it without holding a thread of
+/// Swift's concurrency pool: a scan of the file system in a test must not look, to the
+/// pool check, like the code under test blocking its thread.
+private func onAThreadOfItsOwn<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+  await withCheckedContinuation { continuation in
+    Thread { continuation.resume(returning: work()) }.start()
+  }
 }
 
 /// Stops every task from running (each thread of Swift's concurrency pool is held) until
@@ -469,6 +484,7 @@ struct DownloadTests {
     // session's temporary file while the bytes arrive, and deletes it itself, as Apple's
     // session would, once the stream hands out .finished (the delegate method is then over
     // or about to be).
+    let started = Date()
     let (location, handedOut) = try await withDeadline(
       .seconds(3), "download(from:)",
       hint: "the stream never ends: finish it from urlSession(_:task:didCompleteWithError:), "
@@ -479,7 +495,9 @@ struct DownloadTests {
       for try await event in download(from: server.url("/file")) {
         switch event {
         case .progress:
-          if location == nil { location = sessionTemporaryFile(of: body) }
+          if location == nil {
+            location = await onAThreadOfItsOwn { sessionTemporaryFile(of: body, since: started) }
+          }
         case .finished(let file):
           handedOut = file
           if let location, location.standardizedFileURL.path != file.standardizedFileURL.path {

@@ -21,7 +21,15 @@ public enum TestLauncher {
     let events = FileManager.default.temporaryDirectory
       .appendingPathComponent("workbook-events-\(getpid())-\(UUID().uuidString).jsonl")
     defer { try? FileManager.default.removeItem(at: events) }
+    // A temporary folder of the run's own, removed after it: downloads and files the tests
+    // or the learner's code leave behind do not pile up in the machine's, where a test that
+    // looks for a file would have to read through thousands.
+    let temporary = FileManager.default.temporaryDirectory
+      .appendingPathComponent("workbook-tmp-\(getpid())-\(UUID().uuidString)")
+    try? FileManager.default.createDirectory(at: temporary, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: temporary) }
     var environment: [String: String?] = [
+      "TMPDIR": temporary.path + "/",
       "SWIFT_BACKTRACE": backtraceSetting,
       "NO_COLOR": "1",
       ThrownExplanation.environmentKey: "1",
