@@ -29,7 +29,7 @@ help: ## List the targets
 	@echo "  make test                lint, runner and support tests, docs, tsan, verify (what CI runs)"
 	@echo "  make tsan                the solutions' tests under Thread Sanitizer; fails on any report"
 	@echo "  make verify              check metadata; solutions pass; starters fail as expected"
-	@echo "  make mutate EXERCISE=1.2 mutants of a solution must fail its tests (CHAPTER=N, LIMIT=N, WRITE=1)"
+	@echo "  make mutate EXERCISE=1.2 mutants of a solution must fail its tests (CHAPTER=N, LIMIT=N, SURVIVORS=1, WRITE=1)"
 	@echo "  make fingerprint         record the starters' digests in workbook.json"
 	@echo "  make lint | format       swift format, checking or rewriting"
 	@echo "  make docs | docs-preview render the DocC site to docs/site | serve it locally"
@@ -82,7 +82,7 @@ mistakes: $(WORKBOOK) ## Each mistake gets its verdict, each alternative passes
 # WRITE=1 rewrites Mistakes/MUTATION.md for the graded exercises, keeping its reasons.
 .PHONY: mutate
 mutate: $(WORKBOOK) ## Mutants of the solutions: each must fail the tests or be explained
-	@$(WORKBOOK) mutate $(SELECT) $(if $(LIMIT),--limit $(LIMIT)) $(if $(WRITE),--write-report)
+	@$(WORKBOOK) mutate $(SELECT) $(if $(LIMIT),--limit $(LIMIT)) $(if $(SURVIVORS),--survivors) $(if $(WRITE),--write-report)
 
 fingerprint: $(WORKBOOK) ## Update starterDigest values
 	@$(WORKBOOK) fingerprint

@@ -14,6 +14,8 @@ protocol AvatarLoading: Sendable {
   func loadAvatar(for userID: String) -> CoFuture<Avatar>
 }
 
+// MARK: - The legacy cache (the app still ships it; read it, leave it as it is)
+
 /// The avatar cache the app's screens share, the coroutine way.
 ///
 /// A feed with forty posts by the same author asks for one avatar forty times at once, so
@@ -68,6 +70,8 @@ final class LegacyAvatarCache {
     return promise
   }
 }
+
+// MARK: - The cache you write
 
 /// The same cache for async code: `let avatar = try await avatars.avatar(for: authorID)`.
 final class AvatarCache: Sendable {

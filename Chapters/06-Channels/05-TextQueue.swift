@@ -27,6 +27,8 @@ protocol TextGateway: Sendable {
   func send(_ message: TextMessage) async throws -> Receipt
 }
 
+// MARK: - The legacy queue (the app still ships it; read it, leave it as it is)
+
 /// The queue the app used before, on a `CoChannel`, with a coroutine as its worker.
 ///
 ///     let texts = LegacyTextQueue(capacity: 50, interval: .seconds(1)) { message in
@@ -83,6 +85,8 @@ final class LegacyTextQueue {
     channel.cancel()
   }
 }
+
+// MARK: - The queue you write
 
 /// The same queue for async code, with `run()` as its worker, run by the task that owns
 /// the queue:

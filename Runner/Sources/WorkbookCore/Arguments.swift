@@ -24,6 +24,8 @@ public struct Invocation: Equatable, Sendable {
   public var limit: Int?
   /// `mutate --write-report`: rewrite Mistakes/MUTATION.md for the graded exercises.
   public var writeReport = false
+  /// `mutate --survivors`: grade again only the survivors the report leaves unexplained.
+  public var survivorsOnly = false
 
   public init(command: Command) { self.command = command }
 }
@@ -51,10 +53,12 @@ public enum ArgumentParser {
                          each mistake in workbook.json gets its verdict and phrase, each
                          alternative passes (applied to a copy of Solutions/); --only picks
                          the variants whose name contains TEXT, --repeat runs each N times
-      mutate [--chapter N | --exercise ID] [--limit N] [--write-report]
+      mutate [--chapter N | --exercise ID] [--limit N] [--survivors] [--write-report]
                          grade mutants of the solutions (statements deleted, comparisons
                          and booleans flipped): each must fail the tests or be explained
-                         in Mistakes/MUTATION.md; --write-report rewrites it
+                         in Mistakes/MUTATION.md; --write-report rewrites it; --survivors
+                         grades again only its unexplained survivors (all of an exercise
+                         whose solution changed since)
       fingerprint        rewrite the starterDigest values in workbook.json
       help               show this text
 
@@ -74,7 +78,9 @@ public enum ArgumentParser {
     .mistakes: ["--chapter", "--exercise", "--timeout", "--jobs", "--only", "--repeat"],
     .fingerprint: [],
     .help: [],
-    .mutate: ["--chapter", "--exercise", "--timeout", "--jobs", "--limit", "--write-report"],
+    .mutate: [
+      "--chapter", "--exercise", "--timeout", "--jobs", "--limit", "--survivors", "--write-report",
+    ],
   ]
 
   /// Parses the arguments after the program name.
@@ -156,6 +162,8 @@ public enum ArgumentParser {
         invocation.limit = limit
       case "--write-report":
         invocation.writeReport = true
+      case "--survivors":
+        invocation.survivorsOnly = true
       default:
         break
       }

@@ -99,6 +99,24 @@ import Testing
       ])
   }
 
+  @Test func leavesGivenLegacyCodeAlone() {
+    let source = """
+      // MARK: - The legacy client (read it, leave it as it is)
+      final class Legacy {
+        func go(_ a: Int) {
+          if a > 1 { tick() }
+        }
+      }
+
+      // MARK: - The function you write
+      func f(_ a: Int) {
+        if a > 1 { tick() }
+      }
+      """
+    #expect(
+      Self.describe(MutationGenerator.mutants(of: source)) == ["10 delete", "10 `>` → `<=`"])
+  }
+
   @Test func appliesADeletionAndAFlip() throws {
     let mutants = MutationGenerator.mutants(of: Self.source)
     let deletion = try #require(mutants.first { $0.summary == "delete lines 19-21" })
@@ -199,6 +217,36 @@ import Testing
     #expect(section.entries.map(\.id) == [mutants[0].id, mutants[1].id, mutants[3].id])
     #expect(section.entries.map(\.reason) == [nil, "same", "kept"])
     #expect(section.entries[0].description == "delete: `one(a)`")
+  }
+
+  @Test func regradingSurvivorsUpdatesTheEarlierCounts() throws {
+    let source = "func f(_ a: Int) {\n  one(a)\n  two(a)\n  if a == 1 { three() }\n}\n"
+    let mutants = MutationGenerator.mutants(of: source)
+    let chapter = Chapter(
+      number: 1, folder: "01-Callbacks", module: "Callbacks", title: "Callbacks", exercises: [])
+    let exercise = Exercise(
+      id: "1.1", name: "Warm-up", file: "01-WarmUp.swift", suite: "WarmUpTests")
+    // Earlier: one killed, three survivors, of which this run grades two again.
+    var tally = MutationTally(
+      chapter: chapter, exercise: exercise, solution: "Solutions/01-Callbacks/01-WarmUp.swift",
+      digest: Digest.of(string: source), mutants: mutants, graded: [mutants[1], mutants[2]],
+      explained: [mutants[3].id])
+    tally.earlierCounts =
+      "4 mutants: 1 killed (1 failed), 0 not compiled, 1 equivalent, 2 survivors"
+    tally.outcomes = [mutants[1].id: .killed(.neverResumed), mutants[2].id: .survived]
+    #expect(
+      tally.counts
+        == "4 mutants: 2 killed (1 failed, 1 never resumed), 0 not compiled, 1 equivalent, "
+        + "1 survivor" + MutationTally.regradedNote)
+    #expect(MutationTally.total(in: tally.counts) == 4)
+    // Graded again, the note is not repeated.
+    tally.earlierCounts = tally.counts
+    tally.graded = [mutants[2]]
+    tally.outcomes = [mutants[2].id: .killed(.failed)]
+    #expect(
+      tally.counts
+        == "4 mutants: 3 killed (2 failed, 1 never resumed), 0 not compiled, 1 equivalent, "
+        + "0 survivors" + MutationTally.regradedNote)
   }
 
   @Test func aSectionIsStaleWhenItsSolutionChanged() throws {

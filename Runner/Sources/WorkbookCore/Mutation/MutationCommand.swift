@@ -1,7 +1,7 @@
 import Foundation
 
 extension App {
-  /// `workbook mutate [--chapter N | --exercise ID] [--limit N] [--write-report]`: grades
+  /// `workbook mutate [--chapter N | --exercise ID] [--limit N] [--survivors] [--write-report]`: grades
   /// the mutants of the selected solutions (``MutationRunner``), prints one line per exercise
   /// as it finishes (and its unexplained survivors), and a total. Exit status 1 while any
   /// survivor is unexplained or a solution itself does not pass.
@@ -12,9 +12,10 @@ extension App {
     let selection = try select(invocation, in: workbook)
     var report = try MutationReport.load(root: root)
     let progress = MutationProgress(status: StatusLine(enabled: terminal.progress, plain: true))
-    let runner = MutationRunner(
+    var runner = MutationRunner(
       root: root, timeout: invocation.timeout, jobs: invocation.jobs, limit: invocation.limit,
       report: report, progress: progress)
+    runner.survivorsOnly = invocation.survivorsOnly
     progress.start()
     // Ctrl-C: no status line drawn after the interrupt handler's message.
     let stopping = InterruptCleanup.add { progress.stop() }

@@ -83,6 +83,12 @@ public struct MutationReport: Sendable, Equatable {
     line (or statement) and the mutation, so it survives edits elsewhere in the file; the
     line number is only a guide. A section whose digest differs from the solution's is stale.
 
+    Code under a `// MARK:` that says "leave it as it is" is not mutated, up to the next
+    `// MARK:`: it is legacy code an exercise gives the learner to read, and no test grades it.
+    `workbook mutate --survivors` grades again only the unexplained survivors of each section
+    whose solution and mutants are unchanged (the others in full) and updates its counts; such
+    a counts line ends "(its survivors graded again by --survivors)".
+
     """
 
   /// The ids explained as equivalent for an exercise.

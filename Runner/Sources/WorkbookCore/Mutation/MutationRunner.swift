@@ -18,6 +18,8 @@ public struct MutationRunner: Sendable {
   public var jobs: Int
   /// At most this many mutants per exercise (the first ones, in line order).
   public var limit: Int?
+  /// Only the survivors the report leaves unexplained, where its section is current.
+  public var survivorsOnly = false
   /// The committed report: which survivors are known equivalents.
   public var report: MutationReport
   var progress: MutationProgress
@@ -67,12 +69,24 @@ public struct MutationRunner: Sendable {
         (try? String(contentsOf: tree.tree.appendingPathComponent(path), encoding: .utf8)) ?? ""
       sources[exercise.id] = source
       let mutants = MutationGenerator.mutants(of: source)
-      tallies.append(
-        MutationTally(
-          chapter: chapter, exercise: exercise, solution: path,
-          digest: Digest.of(string: source), mutants: mutants,
-          graded: limit.map { Array(mutants.prefix($0)) } ?? mutants,
-          explained: report.explained(exercise.id)))
+      let digest = Digest.of(string: source)
+      var graded = limit.map { Array(mutants.prefix($0)) } ?? mutants
+      var earlierCounts: String?
+      // Only where the report's counts are for these very mutants: the same solution, and
+      // the same number of mutants (the generator may have changed since).
+      if survivorsOnly,
+        let section = report.sections.first(where: { $0.exerciseID == exercise.id }),
+        section.digest == digest, MutationTally.total(in: section.graded) == mutants.count
+      {
+        let unexplained = Set(section.entries.filter { $0.reason == nil }.map(\.id))
+        graded = mutants.filter { unexplained.contains($0.id) }
+        earlierCounts = section.graded
+      }
+      var tally = MutationTally(
+        chapter: chapter, exercise: exercise, solution: path, digest: digest, mutants: mutants,
+        graded: graded, explained: report.explained(exercise.id))
+      tally.earlierCounts = earlierCounts
+      tallies.append(tally)
     }
     progress.expect(tallies.map(\.graded.count).reduce(0, +))
     let round = MutationRound(

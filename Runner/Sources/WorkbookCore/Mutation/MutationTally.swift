@@ -25,6 +25,9 @@ public struct MutationTally: Sendable {
   public var explained: Set<String>
   /// The unmutated solution's grade when it did not pass: then no mutant is graded.
   public var baseline: Grade?
+  /// `--survivors`: the report's counts line for this solution, whose unexplained survivors
+  /// are all that `graded` holds; ``counts`` then updates that line.
+  public var earlierCounts: String?
 
   public var killed: Int { count { if case .killed = $0 { true } else { false } } }
   public var notCompiled: Int { count { $0 == .notCompiled } }
@@ -56,12 +59,58 @@ public struct MutationTally: Sendable {
   /// "6 mutants: 4 killed (3 never resumed, 1 failed), 2 not compiled, 0 equivalent,
   /// 0 survivors".
   public var counts: String {
+    if let earlierCounts, let updated = Self.update(earlierCounts, with: self) { return updated }
     let survivorCount = survivors.count
     let how = killed > 0 ? " (\(kills))" : ""
     return "\(graded.count) mutant\(graded.count == 1 ? "" : "s"): \(killed) killed\(how), "
       + "\(notCompiled) not compiled, \(equivalent.count) equivalent, "
       + "\(survivorCount) survivor\(survivorCount == 1 ? "" : "s")"
       + (graded.count < mutants.count ? " (the first \(graded.count) of \(mutants.count))" : "")
+  }
+
+  /// The number of mutants a counts line gives ("81 mutants: …").
+  static func total(in counts: String) -> Int? {
+    (try? #/^(\d+) mutants?:/#.prefixMatch(in: counts)).flatMap { Int($0.output.1) }
+  }
+
+  static let regradedNote = " (its survivors graded again by --survivors)"
+
+  /// `earlier` (a full run's counts line) with the survivors this run graded again moved to
+  /// killed, not compiled or still surviving; `nil` when `earlier` is not a counts line.
+  static func update(_ earlier: String, with run: MutationTally) -> String? {
+    let text = earlier.replacingOccurrences(of: regradedNote, with: "")
+    let pattern =
+      #/^(\d+) mutants?: (\d+) killed(?: \(([^)]*)\))?, (\d+) not compiled, (\d+) equivalent, (\d+) survivors?$/#
+    guard let match = try? pattern.wholeMatch(in: text), let total = Int(match.output.1),
+      var killed = Int(match.output.2), var notCompiled = Int(match.output.4)
+    else { return nil }
+    var byVerdict: [String: Int] = [:]
+    for part in (match.output.3.map(String.init) ?? "").split(separator: ", ") {
+      let words = part.split(separator: " ", maxSplits: 1)
+      if words.count == 2, let count = Int(words[0]) {
+        byVerdict[String(words[1]), default: 0] += count
+      }
+    }
+    for mutant in run.graded {
+      switch run.outcomes[mutant.id] {
+      case .killed(let verdict)?:
+        killed += 1
+        byVerdict[verdict.rawValue, default: 0] += 1
+      case .notCompiled?: notCompiled += 1
+      default: break
+      }
+    }
+    let survivorCount = run.survivors.count
+    let equivalent = max(0, total - killed - notCompiled - survivorCount)
+    let how =
+      byVerdict.isEmpty
+      ? ""
+      : " ("
+        + byVerdict.sorted { ($1.value, $0.key) < ($0.value, $1.key) }
+        .map { "\($0.value) \($0.key)" }.joined(separator: ", ") + ")"
+    return "\(total) mutant\(total == 1 ? "" : "s"): \(killed) killed\(how), "
+      + "\(notCompiled) not compiled, \(equivalent) equivalent, "
+      + "\(survivorCount) survivor\(survivorCount == 1 ? "" : "s")" + regradedNote
   }
 
   /// The line printed when the exercise is done, and one line per survivor under it.
