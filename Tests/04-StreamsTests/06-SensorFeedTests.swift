@@ -81,11 +81,11 @@ private func readUnlessTheStartWasMissed<T: Sendable>(
 ///
 /// | path | readings (count, order) | end, error | sensor (running, paused, starts) | thread, timing |
 /// | --- | --- | --- | --- | --- |
-/// | a session, read to its end | all, in order: `readsToTheEnd` | ends with the session: `readsToTheEnd` | stopped: `readsToTheEnd` | first reading inside `start()`: `readsToTheEnd` |
+/// | a session, read to its end | all, in order: `readsToTheEnd` | ends with the session: `readsToTheEnd` | stopped: `readsToTheEnd` (its delegate may stay set while the app holds the ended sequence: the sensor holds it weakly, and every user sets its own before start()) | first reading inside `start()`: `readsToTheEnd` |
 /// | a whole run and its end sent inside `start()` | 300, once each, in order, none lost at the end: `runInsideStart` | ends after the last one: `runInsideStart` | paused and resumed inside the run: `runInsideStart` | — |
 /// | the sensor fails | the readings before it: `failure` | throws its error: `failure` | — | — |
 /// | drops out | all, across restarts: `restartsAfterADropOut` | goes on | started again: `restartsAfterADropOut` | — |
-/// | a slow reader | none lost, in order: `backPressure` | — | paused at capacity, resumed at half: `backPressure` | — |
+/// | a slow reader | none lost, in order: `backPressure` | — | paused at capacity, resumed at half: `backPressure`; not before half: `staysPausedUntilHalfIsRead` | — |
 /// | drops out while paused | none lost: `restartUnderPressure` | — | goes on, paused: `restartUnderPressure` | — |
 /// | the loop breaks | the ones read: `breakStops` | — | stopped: `breakStops` | — |
 /// | the reading task is cancelled | — | the loop ends: `cancelStops` | stopped: `cancelStops` | — |
@@ -392,5 +392,48 @@ struct SensorFeedTests {
     #expect(second.count == 3, "the second sequence must start the sensor again")
     #expect(sensor.starts == 2)
     #expect(await eventually(within: .seconds(1)) { !sensor.isRunning }, "\(stopHint)")
+  }
+}
+
+extension SensorFeedTests {
+  @Test("A paused sensor stays paused until the reader has read half of what waits")
+  func staysPausedUntilHalfIsRead() async throws {
+    // This sensor sends as fast as its queue runs, so the waiting readings fill up at once.
+    let sensor = VibrationSensor(runs: [.init(readings: 150, then: .finished)], interval: .zero)
+    let capacity = 8
+
+    let readings = vibrations(from: sensor, capacity: capacity)
+    // Nothing is read yet: the sensor fills the queue and is paused (or, when the start was
+    // missed, sends everything to no delegate and stops: `backPressure` names that).
+    let settled = await eventually(within: .seconds(5)) { sensor.isPaused || !sensor.isRunning }
+    guard sensor.isPaused else {
+      if settled && sensor.readingsSent > capacity { return }
+      Issue.record(
+        """
+        the sensor was never paused while the reader read nothing (it sent         \(sensor.readingsSent) readings, capacity \(capacity)): pause() it as soon as capacity \
+        readings wait
+        """)
+      return
+    }
+    let waiting = sensor.readingsSent
+    let pausesBefore = sensor.pauses
+    let (stillPaused, pausedAgain) = try await withDeadline(
+      .seconds(2), "the first next() on a full queue", hint: pausedForGood
+    ) {
+      var iterator = readings.makeAsyncIterator()
+      // The reader takes one: far more than half of the queue still waits.
+      _ = try await iterator.next()
+      // Paused first, counted second: a sensor resumed and paused again since has a higher
+      // count, whichever moment the pause came.
+      return (sensor.isPaused, sensor.pauses > pausesBefore)
+    }
+    #expect(
+      stillPaused && !pausedAgain,
+      """
+      the sensor was resumed when the reader had taken one of the \(waiting) readings \
+      waiting (capacity \(capacity)): it must stay paused until the reader has read half of \
+      them, with no more than capacity / 2 left; resumed at every read, the hardware is \
+      paused and resumed once per reading
+      """)
   }
 }

@@ -12,8 +12,6 @@ public struct TestEventLog: Sendable, Equatable {
     public var kind: String
     /// The line of the test's declaration, to order tests as they appear in the file.
     public var line: Int?
-    /// The file of the test's declaration (absolute), when the record gave one.
-    public var filePath: String? = nil
 
     /// The name the learner recognises: the display name if there is one.
     public var title: String { displayName ?? name }
@@ -149,8 +147,7 @@ public enum EventStreamParser {
           name: payload["name"] as? String ?? TestEventLog.functionName(fromID: id),
           displayName: payload["displayName"] as? String,
           kind: payload["kind"] as? String ?? "function",
-          line: (payload["sourceLocation"] as? [String: Any])?["line"] as? Int,
-          filePath: (payload["sourceLocation"] as? [String: Any])?["_filePath"] as? String)
+          line: (payload["sourceLocation"] as? [String: Any])?["line"] as? Int)
       case "event":
         record(event: payload, in: &log)
       default:

@@ -239,6 +239,11 @@ import Testing
         == "4 mutants: 2 killed (1 failed, 1 never resumed), 0 not compiled, 1 equivalent, "
         + "1 survivor" + MutationTally.regradedNote)
     #expect(MutationTally.total(in: tally.counts) == 4)
+    // With no unexplained survivor, nothing is graded again and the line stays as it was.
+    let earlier = tally.earlierCounts
+    tally.graded = []
+    #expect(tally.counts == earlier)
+    tally.graded = [mutants[1], mutants[2]]
     // Graded again, the note is not repeated.
     tally.earlierCounts = tally.counts
     tally.graded = [mutants[2]]

@@ -59,7 +59,10 @@ public struct MutationTally: Sendable {
   /// "6 mutants: 4 killed (3 never resumed, 1 failed), 2 not compiled, 0 equivalent,
   /// 0 survivors".
   public var counts: String {
-    if let earlierCounts, let updated = Self.update(earlierCounts, with: self) { return updated }
+    if let earlierCounts {
+      if graded.isEmpty { return earlierCounts }  // nothing graded again: nothing changed
+      if let updated = Self.update(earlierCounts, with: self) { return updated }
+    }
     let survivorCount = survivors.count
     let how = killed > 0 ? " (\(kills))" : ""
     return "\(graded.count) mutant\(graded.count == 1 ? "" : "s"): \(killed) killed\(how), "
