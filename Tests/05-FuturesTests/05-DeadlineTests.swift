@@ -37,7 +37,7 @@ private let callerCancelledHint =
 ///
 /// | path | result, error | the future | thread, timing |
 /// | --- | --- | --- | --- |
-/// | completes in time | its value: `returnsTheValueInTime` | — | — |
+/// | completes in time | its value: `returnsTheValueInTime` | — | at once, not at a long timeout: `returnsWithoutWaitingForTheTimeout` |
 /// | fails in time | its own error: `throwsTheErrorInTime` | — | — |
 /// | completed on the caller's own thread | its value: `suspendsInsteadOfBlocking` | — | suspends instead of blocking: `suspendsInsteadOfBlocking` |
 /// | the deadline passes | `TimeoutError`: `timesOutAndCancels` | cancelled: `timesOutAndCancels` | at the deadline, not when the future completes later: `doesNotWaitForALateFuture` |
@@ -57,6 +57,24 @@ struct FutureDeadlineTests {
     #expect(quote == 101.5, "a future that completes in time gives its value")
     let futureWasCancelled = future.isCanceled
     #expect(futureWasCancelled == false, "a future that completes in time is left as it is")
+  }
+
+  @Test("Returns as soon as the value arrives, not when a long timeout runs out")
+  func returnsWithoutWaitingForTheTimeout() async throws {
+    let future = scriptedFuture(.success(99.25), .later(.milliseconds(50)))
+
+    let quote = try await withDeadline(
+      .seconds(2), "value(timeout: .seconds(60)) of a future that completes in 50 ms",
+      hint: """
+        the value came in 50 ms, but the call went on waiting for its 60-second timeout: \
+        whatever races the future against the clock must stop the clock's side once the value \
+        is in, and not wait for it to run out
+        """
+    ) {
+      try await future.value(timeout: .seconds(60))
+    }
+
+    #expect(quote == 99.25, "a future that completes in time gives its value")
   }
 
   @Test("Throws the future's own error when it fails in time", arguments: inTime)
