@@ -134,7 +134,7 @@ private func results(
 /// | a slow download (2.5 s) | the avatar: `slowDownload` | — | the wait blocks no thread: `slowDownload` |
 /// | cancelled at any moment as it begins to wait | `CancellationError`, at once: `cancelledAsItBeginsToWait` | the download goes on | a cancel at a random moment of the caller's first microseconds, from another thread: `cancelledAsItBeginsToWait` |
 /// | two callers at the very same moment | the avatar each | one download: `simultaneousCallersShareOneDownload` | released together on two threads, random offsets: `simultaneousCallersShareOneDownload` |
-/// | cancelled as the download answers | — the avatar or `CancellationError`: the task states no preference | | |
+/// | cancelled as the download answers | the avatar or `CancellationError` (the task states no preference), resumed once, whether the cancel lands after the avatar resumed the caller and before it ran: `cancelledAfterTheAvatarArrived` | — | — |
 /// | cancelled between its cancelled check and storing its continuation | — `cancelledAsItBeginsToWait` crosses that gap at random, but no test can widen a gap with no call in it: the check under the store's lock is the hints' point | | |
 @Suite("5.6 Avatar cache")
 struct AvatarCacheTests {
@@ -458,6 +458,43 @@ struct AvatarCacheTests {
       the caller that stayed got \(stayed) instead of the avatar: another caller's \
       cancellation must not reach it
       """)
+  }
+
+  @Test("A caller cancelled after the avatar reached it, before it ran again, is resumed once")
+  func cancelledAfterTheAvatarArrived() async throws {
+    let loader = FakeLoader()
+    let cache = AvatarCache(loader: loader)
+    let executor = OneThreadExecutor()
+
+    let waiting = Task(executorPreference: executor) { try await cache.avatar(for: "ada") }
+    // Queued behind the caller's first job, which ends once it waits for the download: the
+    // caller's thread is then held, so the avatar resumes it and it cannot run yet.
+    let gate = DispatchSemaphore(value: 0)
+    let held = Locked(false)
+    executor.schedule {
+      held.withLock { $0 = true }
+      _ = gate.wait(timeout: .now() + 5)
+    }
+    _ = await eventually(within: .seconds(5)) { held.value && loader.downloads() >= 1 }
+    loader.finishAll()
+    // Now, while the caller has its avatar but has not run: its cancellation handler runs
+    // here, on this thread. It must find nothing left to resume.
+    waiting.cancel()
+    gate.signal()
+
+    let result = try await withDeadline(
+      .seconds(2), "avatar(for:) cancelled after its avatar arrived", hint: valueHint
+    ) {
+      await waiting.result
+    }
+    let gotTheAvatar = (try? result.get()) == avatarOf("ada")
+    let gotCancelled = {
+      if case .failure(let error) = result { error is CancellationError } else { false }
+    }()
+    #expect(
+      gotTheAvatar || gotCancelled,
+      "a caller cancelled as its avatar arrived must get the avatar or CancellationError, not \(result)"
+    )
   }
 
   @Test("A caller that asks again the moment a failed download answers it downloads again")
