@@ -174,6 +174,7 @@ private let cancelledHint =
 /// | a send fails | its own error only: `failedSendFailsOnlyItsMessage` | the next one still sent: `failedSendFailsOnlyItsMessage` | goes on | — |
 /// | `close()` | queued ones still get receipts; later ones `.closed`: `closeDrainsThenEnds` | exactly the queued ones, all sent when `run()` returns: `closeDrainsThenEnds` | returns: `closeDrainsThenEnds` | — |
 /// | `run()`'s task cancelled | waiting ones `CancellationError`, later ones `.closed`: `cancellingRunFailsTheWaiting` | no more sends: `cancellingRunFailsTheWaiting` | returns: `cancellingRunFailsTheWaiting` | — |
+/// | `run()`'s task cancelled before it began | every waiting one `CancellationError`: `runCancelledBeforeItBegins` | none, not even the first: `runCancelledBeforeItBegins` | returns: `runCancelledBeforeItBegins` | — |
 /// | a submitter's own task cancelled | — a text, once queued, is sent (the doc comment's choice) | | | |
 /// | `run()` called twice | — "call it once": an `AsyncStream` has one reader | | | |
 @Suite("6.5 Text queue")
@@ -467,5 +468,41 @@ struct TextQueueTests {
       try refused.get()
     }
     #expect(rig.gateway.sent == ["ada"], "a cancelled run() must not send any more messages")
+  }
+
+  @Test("A run() whose task was cancelled before it began sends nothing, and fails what waits")
+  func runCancelledBeforeItBegins() async throws {
+    let clock = ManualClock()
+    let gateway = FakeGateway(clock: clock)
+    let queue = TextQueue(gateway: gateway, capacity: 8, interval: .seconds(1), clock: clock)
+    let submitters = SettlingExecutor()
+    let ada = await Started.waiting(on: submitters, "submit(ada)") {
+      try await queue.submit(text("ada"))
+    }
+    let grace = await Started.waiting(on: submitters, "submit(grace)") {
+      try await queue.submit(text("grace"))
+    }
+
+    // The app's task was cancelled (the user signed out) just before the worker began.
+    let worker = Started {
+      withUnsafeCurrentTask { $0?.cancel() }
+      await queue.run()
+    }
+    _ = try await worker.result("run() in a task cancelled before it began", hint: cancelledHint)
+    for (name, submitter) in [("ada", ada), ("grace", grace)] {
+      let outcome = try await submitter.result(
+        "submit(\(name)) queued before a cancelled run()", hint: cancelledHint)
+      #expect(
+        throws: CancellationError.self,
+        """
+        a message waiting for a run() that was cancelled before it began got \(outcome): a \
+        cancelled run() sends nothing, not even the first message it takes, before which no \
+        interval's sleep throws to tell it; it fails every waiting one with CancellationError
+        """
+      ) {
+        try outcome.get()
+      }
+    }
+    #expect(gateway.sent.isEmpty, "a cancelled run() sent \(gateway.sent); it must send nothing")
   }
 }
