@@ -661,4 +661,35 @@ struct BuildAChannelTests {
       completed = true
     }
   }
+
+  /// Sends `count` parcels through `channel`, each from a task of its own, and receives
+  /// them all; returns them watched, with nothing of the test's holding them.
+  private func passParcels(
+    through channel: Channel<Parcel>, count: Int
+  ) async throws -> [WatchedParcel] {
+    let parcels = (0..<count).map(Parcel.init)
+    let watched = parcels.map { WatchedParcel(parcel: $0) }
+    let senders = parcels.map { parcel in Task { try await channel.send(parcel) } }
+    try await withDeadline(.seconds(2), "receive() of parcels sent by \(count) tasks") {
+      for _ in 0..<count { _ = try await channel.receive() }
+      for sender in senders { try await sender.value }
+    }
+    return watched
+  }
+
+  @Test("An element handed out is not kept by the channel", arguments: [0, 4])
+  func receivedElementsAreReleased(capacity: Int) async throws {
+    let channel = Channel<Parcel>(capacity: capacity)
+    let watched = try await passParcels(through: channel, count: 3)
+
+    let released = await allReleased(watched)
+    #expect(
+      released,
+      """
+      the channel still holds elements it has handed out (capacity \(capacity)): a queue \
+      that moves an index past a slot must also empty that slot, or every element sent \
+      lives as long as the channel does
+      """)
+    withExtendedLifetime(channel) {}
+  }
 }

@@ -345,4 +345,35 @@ struct BufferKindsTests {
       #expect(!received.isEmpty)
     }
   }
+
+  @Test(
+    "An element handed out is not kept by the channel, buffered or given to a waiting receiver",
+    arguments: [BufferKind.unlimited, .conflated])
+  func receivedElementsAreReleased(kind: BufferKind) async throws {
+    let channel = NonBlockingChannel<Parcel>(kind)
+    let watched = try await withDeadline(
+      .seconds(2), "receive() of parcels sent before and after it waits"
+    ) { () async throws -> [WatchedParcel] in
+      let (buffered, handedOver) = (Parcel(1), Parcel(2))
+      // Buffered first, then handed to a receiver that already waits.
+      channel.send(buffered)
+      _ = try await channel.receive()
+      let waiting = Task { _ = try await channel.receive() }
+      // The receiver may not wait yet: then this parcel is buffered, and it takes that.
+      try await Task.sleep(for: .milliseconds(20))
+      channel.send(handedOver)
+      try await waiting.value
+      return [WatchedParcel(parcel: buffered), WatchedParcel(parcel: handedOver)]
+    }
+
+    let released = await allReleased(watched)
+    #expect(
+      released,
+      """
+      the \(kind) channel still holds elements it has handed out: a queue that moves an \
+      index past a slot must also empty that slot, or every element sent lives as long as \
+      the channel does
+      """)
+    withExtendedLifetime(channel) {}
+  }
 }

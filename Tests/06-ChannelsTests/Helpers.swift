@@ -134,3 +134,22 @@ extension Started {
     return started
   }
 }
+
+/// An element whose release a test can see: a channel that keeps an element it has handed
+/// out holds its memory (a photo, a message) for as long as the channel lives.
+final class Parcel: Sendable {
+  let number: Int
+
+  init(_ number: Int) { self.number = number }
+}
+
+/// A parcel watched without keeping it alive.
+struct WatchedParcel {
+  weak var parcel: Parcel?
+}
+
+/// True once none of `parcels` is alive any more (within two seconds): once sent and
+/// received, with the test holding none of them, only the channel could keep one.
+func allReleased(_ parcels: [WatchedParcel]) async -> Bool {
+  await eventually(within: .seconds(2)) { parcels.allSatisfy { $0.parcel == nil } }
+}
