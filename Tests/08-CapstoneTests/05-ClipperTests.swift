@@ -216,6 +216,9 @@ struct ClipperTests {
     defer { alice.run.cancel() }
     await alice.joins(server, as: "alice")
 
+    // The server sends alice nothing of her own, and bob says nothing: whatever alice's
+    // output gets from here on is her clipper's own report.
+    let printedBefore = alice.printed.value.count
     alice.input.write(String(repeating: "x", count: ChatServer.maximumLineLength + 1) + "\n")
     alice.input.write("still here\n")
     await eventually(
@@ -225,6 +228,12 @@ struct ClipperTests {
     ) {
       bob.recorder.lines.value.contains("alice: still here")
     }
+    #expect(
+      alice.printed.value.count > printedBefore,
+      """
+      the over-long line was not sent, and nothing told the user: a line that cannot be sent \
+      must be reported with output (the user would think it was sent), and the chat goes on
+      """)
     try alice.input.fileHandleForWriting.close()
     try await alice.end("runClipper(…) after its input ended", hint: endOfInputHint)
   }
