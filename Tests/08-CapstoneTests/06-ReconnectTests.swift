@@ -207,7 +207,8 @@ private func refusingListener(on port: UInt16) async throws -> RefusingListener 
 /// | path | result, error | resources: connections, tasks, input | output, waits on the clock |
 /// | --- | --- | --- | --- |
 /// | joined, lines both ways | — | — | prints what arrives, sends what is typed: `chats`; in order, before it returns, with a slow `output`: `printsInOrderAndInTime` |
-/// | end of input | returns: `chats` | hangs up after the last line: `chats` | — |
+/// | end of input | returns: `chats` | hangs up after the last line: `chats` | no "* connection lost": `chats` |
+/// | a line too long, while connected | goes on: `chats` | — | "! not sent: LINE", once: `chats` |
 /// | end of input while away | returns: `reconnects` | the reconnecting side stops: `reconnects` | — |
 /// | first connect fails | its error, at once: `firstConnectFails` | — | no wait: `firstConnectFails` |
 /// | the server goes away | goes on: `reconnects` | — | "* connection lost", waits 1 s, then 2 s after a failed try: `reconnects`; tries only after each wait: `triesAfterEachWait` |
@@ -234,6 +235,7 @@ struct ReconnectTests {
     let printed = await eventually { alice.printed.value.contains("bob: hi alice") }
     #expect(printed, "runReconnectingChat(…) never printed bob's line \"bob: hi alice\"")
     alice.input.yield("hi bob")
+    alice.input.yield(String(repeating: "x", count: ChatServer.maximumLineLength + 1))
     alice.input.yield("bye")
     alice.input.finish()
 
@@ -244,6 +246,22 @@ struct ReconnectTests {
     await eventually("bob to receive alice's lines, then her leaving") {
       bob.recorder.lines.value.suffix(3) == ["alice: hi bob", "alice: bye", "* alice left"]
     }
+    let notSent = alice.printed.value.filter { $0.hasPrefix("! not sent: xxx") }
+    #expect(
+      notSent.count == 1,
+      """
+      a line too long to send was reported \(notSent.count) times: a line that cannot be sent, \
+      for want of a connection or because the connection refuses it, is reported once as \
+      "! not sent: LINE", and the chat goes on
+      """)
+    let lost = alice.printed.value.filter { $0 == "* connection lost" }
+    #expect(
+      lost.isEmpty,
+      """
+      printed "* connection lost" after the input ended: hanging up at the end is no loss; \
+      a loop over the incoming lines that ends without an error (we hung up, or the task was \
+      cancelled) must end the command's server side, not start reconnecting
+      """)
   }
 
   @Test("A first connect that fails ends the command at once, with its error")
