@@ -150,6 +150,23 @@ struct DataTaskTests {
       error is URLError,
       "throw the session's own error (a URLError) for a dropped connection, not \(error.map { "\($0)" } ?? "nothing")"
     )
+    // The same request through the legacy call: what the session itself reports.
+    let reported = try await withDeadline(.seconds(2), "the legacy fetch(\"/dropped\")") {
+      await withCheckedContinuation { continuation in
+        _ = client.fetch("/dropped") { _, _, error in
+          continuation.resume(returning: (error as? URLError)?.code)
+        }
+      }
+    }
+    if let reported, let thrown = error as? URLError {
+      #expect(
+        thrown.code == reported,
+        """
+        fetch threw URLError(\(thrown.code.rawValue)) where the session reported \
+        URLError(\(reported.rawValue)) for the same dropped connection: pass the session's \
+        error on unchanged, before looking at the response (which a failed request may lack)
+        """)
+    }
   }
 
   @Test("A truncated body throws instead of returning part of it")
