@@ -65,6 +65,8 @@ private func first(
 /// | cancel while the request is created | `CancellationError`: `countCancelledWhileCreating` | — (offline data task) | — |
 /// | cancel in flight | `CancellationError`: `countCancels` | server sees the close: `countCancels` | — |
 /// | cancel as the answer arrives | — (URLSession's own `data(from:)` may return it, as the hints' answer does) | — | — |
+/// | the old `unreadCount(completion:)`: a 5xx, not a number, refused | its completion, once, with `InboxError.status`, `.notACount`, the session's `URLError`: `oldCountReportsFailures` | — | — |
+/// | the old watcher: `stopWatching()` | no poll starts after it: `stopWatchingStopsPolling` | — | — |
 /// | two calls at once, one cancelled; a call after a cancel | each its own outcome: `callsDoNotShareState` | — (as one call) | — |
 ///
 /// `unreadCounts(every:)`:
@@ -129,6 +131,81 @@ struct InboxTests {
       }
     }
     #expect(other == .notACount("many"), "throw InboxError.notACount with the body")
+  }
+
+  /// Every completion of one call of the old `unreadCount(completion:)`: the first within
+  /// two seconds, then any that follow it within 200 ms.
+  private func oldCount(_ client: InboxClient) async throws -> [Result<Int, any Error>] {
+    let calls = Locked<[Result<Int, any Error>]>([])
+    client.unreadCount { result in calls.withLock { $0.append(result) } }
+    try await withDeadline(
+      .seconds(2), "the old unreadCount(completion:)",
+      hint: "the old API's completion is never called on this path: callers still use it"
+    ) {
+      while calls.value.isEmpty { try await Task.sleep(for: .milliseconds(5)) }
+    }
+    _ = await eventually(within: .milliseconds(200)) { calls.value.count > 1 }
+    return calls.value
+  }
+
+  @Test("The old unreadCount(completion:), which callers still use, reports each failure once")
+  func oldCountReportsFailures() async throws {
+    let server = try startedServer([
+      "/unread": .status(500, "internal error"), "/text/unread": .ok("many"),
+    ])
+    let broken = try await oldCount(inbox(server))
+    let text = try await oldCount(
+      InboxClient(
+        baseURL: server.url("/text/"), session: makeSession(),
+        notificationCenter: NotificationCenter()))
+    server.stop()
+    let refused = try await oldCount(inbox(server))
+
+    for (name, calls, expected) in [
+      ("a 500", broken, "InboxError.status(500)"),
+      ("the body \"many\"", text, "InboxError.notACount(\"many\")"),
+      ("a refused connection", refused, "the session's URLError"),
+    ] {
+      let right: Bool =
+        switch calls.first {
+        case .failure(let error as InboxError)?:
+          (name == "a 500" && error == .status(500))
+            || (name != "a 500" && error == .notACount("many"))
+        case .failure(let error)?: name == "a refused connection" && error is URLError
+        default: false
+        }
+      #expect(
+        calls.count == 1 && right,
+        """
+        the old unreadCount(completion:) answered \(name) with \(calls): it must call its \
+        completion once, with \(expected); the app's other screens still call it, so \
+        keeping it means keeping every path of it
+        """)
+    }
+  }
+
+  @Test("stopWatching() stops the old watcher: no poll starts after it")
+  func stopWatchingStopsPolling() async throws {
+    let server = try startedServer(["/unread": .ok("3")])
+    defer { server.stop() }
+    let observers = Observers()
+    let client = inbox(server, center: observers.center)
+
+    client.startWatching(every: 0.02)
+    #expect(await eventually { observers.counts == [3] }, "the old watcher should post the count")
+    client.stopWatching()
+    // A poll already on its way may still arrive; after that, none.
+    try await Task.sleep(for: .milliseconds(100))
+    let settled = server.requests.count
+    try await Task.sleep(for: .milliseconds(400))
+    let later = server.requests.count - settled
+    #expect(
+      later <= 1,
+      """
+      \(later) polls reached the server in the 400 ms after stopWatching(), polling every \
+      20 ms: stopWatching() must stop the old watcher's polling, which other screens start \
+      and stop as they come and go
+      """)
   }
 
   @Test("Cancelling unreadCount() cancels the request and throws CancellationError")
