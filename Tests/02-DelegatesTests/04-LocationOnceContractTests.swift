@@ -68,36 +68,20 @@ extension LocationOnceTests {
     let manager = LocationManager(
       authorization: .authorizedWhenInUse, userAnswer: nil,
       updates: [.location(office), .location(harbour)], script: gate.script)
-    // The caller runs on an executor that lets the test look at the manager inside the
-    // caller's resume: on the thread of the report that answers it, before anything else.
-    let probe = ResumeProbeExecutor()
-    let call = Task(executorPreference: probe) { try await currentLocation(using: manager) }
-    try #require(
-      await eventually { gate.heldCount == 1 },
-      "currentLocation(using:) did not set the manager's delegate")
-    for _ in 0..<20 { await Task.yield() }
-    let delegateAtResume = Locked<String?>(nil)
-    probe.onNextResume {
-      let delegate = manager.delegate
-      delegateAtResume.withLock {
-        $0 = delegate.map { "a \(type(of: $0))" } ?? "none"
-      }
-    }
-    gate.open()
-
-    let location = try await withDeadline(
-      .seconds(2), "currentLocation(using:)",
+    let outcome = try await delegateAtResume(
+      of: { try await currentLocation(using: manager) }, gate: gate,
+      delegate: { manager.delegate },
+      started: "currentLocation(using:) did not set the manager's delegate",
+      name: "currentLocation(using:)",
       hint: "the first didUpdateLocations must resume the stored continuation; is your "
         + "delegate still alive? The manager holds it weakly, so a delegate nothing else holds "
-        + "is gone before the manager reports"
-    ) {
-      try await call.value
-    }
+        + "is gone before the manager reports")
+    let location = outcome.value
     #expect(
       location == office,
       "currentLocation(using:) returned \(location), not the manager's first location \(office)")
-    #expect(probe.probesFired == 1, "the caller of currentLocation(using:) was never resumed")
-    let seen = delegateAtResume.value ?? "none"
+    #expect(outcome.resumed, "the caller of currentLocation(using:) was never resumed")
+    let seen = outcome.delegate
     #expect(
       seen == "none",
       """

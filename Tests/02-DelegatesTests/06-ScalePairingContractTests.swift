@@ -12,38 +12,20 @@ extension ScalePairingTests {
   func letsGoOfTheSessionBeforeTheCallerGoesOn() async throws {
     let gate = CallbackGate()
     let session = ScalePairingSession(outcome: .pairs(bathroomScale), script: gate.script)
-    // The caller runs on an executor that lets the test look at the session inside the
-    // caller's resume: on the thread of the report that answers it, before anything else.
-    let probe = ResumeProbeExecutor()
-    let call = Task(executorPreference: probe) {
-      try await pairScale(session, code: "0815", progress: { _ in })
-    }
-    try #require(
-      await eventually { gate.heldCount == 1 },
-      "pairScale(_:code:progress:) did not start the pairing")
-    for _ in 0..<20 { await Task.yield() }
-    let delegateAtResume = Locked<String?>(nil)
-    probe.onNextResume {
-      let delegate = session.delegate
-      delegateAtResume.withLock {
-        $0 = delegate.map { "a \(type(of: $0))" } ?? "none"
-      }
-    }
-    gate.open()
-
-    let scale = try await withDeadline(
-      .seconds(2), "pairScale(_:code:progress:)",
+    let outcome = try await delegateAtResume(
+      of: { try await pairScale(session, code: "0815", progress: { _ in }) }, gate: gate,
+      delegate: { session.delegate },
+      started: "pairScale(_:code:progress:) did not start the pairing",
+      name: "pairScale(_:code:progress:)",
       hint: "didPair must resume the stored continuation; is your delegate still alive? The "
         + "session holds it weakly, so a delegate nothing else holds is gone before the scale "
-        + "answers"
-    ) {
-      try await call.value
-    }
+        + "answers")
+    let scale = outcome.value
     #expect(
       scale == bathroomScale,
       "pairScale returned \(scale), not the scale the session paired with, \(bathroomScale)")
-    #expect(probe.probesFired == 1, "the caller of pairScale was never resumed")
-    let seen = delegateAtResume.value ?? "none"
+    #expect(outcome.resumed, "the caller of pairScale was never resumed")
+    let seen = outcome.delegate
     #expect(
       seen == "none",
       """

@@ -221,3 +221,41 @@ func resumedAfterTheReport(_ operationName: String, outside: Int) -> Comment {
   join what has already ended. Each report must be handled while it is being made
   """
 }
+
+/// What a one-shot call left on the framework object when its caller was resumed.
+struct DelegateAtResume<Value: Sendable>: Sendable {
+  /// What the call returned.
+  var value: Value
+  /// "none", or "a TYPE": the framework's delegate, read inside the caller's resume.
+  var delegate: String
+  /// False when the caller was never resumed through the probe.
+  var resumed: Bool
+}
+
+/// Runs `call` on a ``ResumeProbeExecutor`` whose framework reports through `gate`; once the
+/// report that answers it is held, reads `delegate()` inside the caller's resume: on the
+/// thread of that report, before anything else runs. A one-shot call must have let go by
+/// then.
+func delegateAtResume<Value: Sendable>(
+  of call: @escaping @Sendable () async throws -> Value, gate: CallbackGate,
+  delegate: @escaping @Sendable () -> AnyObject?, started: Comment, name: String, hint: String,
+  sourceLocation: SourceLocation = #_sourceLocation
+) async throws -> DelegateAtResume<Value> {
+  let probe = ResumeProbeExecutor()
+  let task = Task(executorPreference: probe) { try await call() }
+  try #require(await eventually { gate.heldCount == 1 }, started, sourceLocation: sourceLocation)
+  for _ in 0..<20 { await Task.yield() }
+  let seen = Locked<String?>(nil)
+  probe.onNextResume {
+    let current = delegate()
+    seen.withLock { $0 = current.map { "a \(type(of: $0))" } ?? "none" }
+  }
+  gate.open()
+  let value = try await withDeadline(
+    .seconds(2), name, hint: hint, sourceLocation: sourceLocation
+  ) {
+    try await task.value
+  }
+  return DelegateAtResume(
+    value: value, delegate: seen.value ?? "none", resumed: probe.probesFired == 1)
+}
