@@ -184,18 +184,27 @@ import Testing
     #expect(MutationReport.parse(wrapped) == Self.report)
   }
 
-  @Test func recordingKeepsReasonsAndMarksNewSurvivors() throws {
-    let source = "func f(_ a: Int) {\n  one(a)\n  two(a)\n  if a == 1 { three() }\n}\n"
-    let mutants = MutationGenerator.mutants(of: source)
-    #expect(mutants.count == 4)
+  /// A four-mutant solution of exercise 1.1 and its mutants.
+  static let tallySource =
+    "func f(_ a: Int) {\n  one(a)\n  two(a)\n  if a == 1 { three() }\n}\n"
+
+  /// A tally of ``tallySource``'s mutants, grading `graded` of them.
+  static func tally(graded: [Int], explained: [Int]) -> MutationTally {
+    let mutants = MutationGenerator.mutants(of: tallySource)
     let chapter = Chapter(
       number: 1, folder: "01-Callbacks", module: "Callbacks", title: "Callbacks", exercises: [])
     let exercise = Exercise(
       id: "1.1", name: "Warm-up", file: "01-WarmUp.swift", suite: "WarmUpTests")
-    var tally = MutationTally(
+    return MutationTally(
       chapter: chapter, exercise: exercise, solution: "Solutions/01-Callbacks/01-WarmUp.swift",
-      digest: Digest.of(string: source), mutants: mutants, graded: Array(mutants.prefix(3)),
-      explained: [mutants[1].id])
+      digest: Digest.of(string: tallySource), mutants: mutants,
+      graded: graded.map { mutants[$0] }, explained: Set(explained.map { mutants[$0].id }))
+  }
+
+  @Test func recordingKeepsReasonsAndMarksNewSurvivors() throws {
+    let mutants = MutationGenerator.mutants(of: Self.tallySource)
+    #expect(mutants.count == 4)
+    var tally = Self.tally(graded: [0, 1, 2], explained: [1])
     tally.outcomes = [
       mutants[0].id: .survived, mutants[1].id: .survived, mutants[2].id: .notCompiled,
     ]
@@ -220,17 +229,9 @@ import Testing
   }
 
   @Test func regradingSurvivorsUpdatesTheEarlierCounts() throws {
-    let source = "func f(_ a: Int) {\n  one(a)\n  two(a)\n  if a == 1 { three() }\n}\n"
-    let mutants = MutationGenerator.mutants(of: source)
-    let chapter = Chapter(
-      number: 1, folder: "01-Callbacks", module: "Callbacks", title: "Callbacks", exercises: [])
-    let exercise = Exercise(
-      id: "1.1", name: "Warm-up", file: "01-WarmUp.swift", suite: "WarmUpTests")
+    let mutants = MutationGenerator.mutants(of: Self.tallySource)
     // Earlier: one killed, three survivors, of which this run grades two again.
-    var tally = MutationTally(
-      chapter: chapter, exercise: exercise, solution: "Solutions/01-Callbacks/01-WarmUp.swift",
-      digest: Digest.of(string: source), mutants: mutants, graded: [mutants[1], mutants[2]],
-      explained: [mutants[3].id])
+    var tally = Self.tally(graded: [1, 2], explained: [3])
     tally.earlierCounts =
       "4 mutants: 1 killed (1 failed), 0 not compiled, 1 equivalent, 2 survivors"
     tally.outcomes = [mutants[1].id: .killed(.neverResumed), mutants[2].id: .survived]
@@ -239,10 +240,15 @@ import Testing
         == "4 mutants: 2 killed (1 failed, 1 never resumed), 0 not compiled, 1 equivalent, "
         + "1 survivor" + MutationTally.regradedNote)
     #expect(MutationTally.total(in: tally.counts) == 4)
-    // With no unexplained survivor, nothing is graded again and the line stays as it was.
+    // With no unexplained survivor, nothing is graded again: the same counts, the ones
+    // explained since counted as equivalent, and no note.
     let earlier = tally.earlierCounts
     tally.graded = []
-    #expect(tally.counts == earlier)
+    tally.earlierCounts =
+      "4 mutants: 1 killed (1 failed), 0 not compiled, 1 equivalent, 2 survivors"
+    #expect(
+      tally.counts == "4 mutants: 1 killed (1 failed), 0 not compiled, 3 equivalent, 0 survivors")
+    tally.earlierCounts = earlier
     tally.graded = [mutants[1], mutants[2]]
     // Graded again, the note is not repeated.
     tally.earlierCounts = tally.counts

@@ -59,10 +59,7 @@ public struct MutationTally: Sendable {
   /// "6 mutants: 4 killed (3 never resumed, 1 failed), 2 not compiled, 0 equivalent,
   /// 0 survivors".
   public var counts: String {
-    if let earlierCounts {
-      if graded.isEmpty { return earlierCounts }  // nothing graded again: nothing changed
-      if let updated = Self.update(earlierCounts, with: self) { return updated }
-    }
+    if let earlierCounts, let updated = Self.update(earlierCounts, with: self) { return updated }
     let survivorCount = survivors.count
     let how = killed > 0 ? " (\(kills))" : ""
     return "\(graded.count) mutant\(graded.count == 1 ? "" : "s"): \(killed) killed\(how), "
@@ -103,8 +100,13 @@ public struct MutationTally: Sendable {
       default: break
       }
     }
+    // Every survivor of the earlier run was either graded again or is explained by now.
     let survivorCount = run.survivors.count
     let equivalent = max(0, total - killed - notCompiled - survivorCount)
+    // Nothing graded again: the same counts, with the survivors explained since moved to
+    // equivalent, and no note.
+    let note =
+      run.graded.isEmpty ? (earlier.hasSuffix(regradedNote) ? regradedNote : "") : regradedNote
     let how =
       byVerdict.isEmpty
       ? ""
@@ -113,7 +115,7 @@ public struct MutationTally: Sendable {
         .map { "\($0.value) \($0.key)" }.joined(separator: ", ") + ")"
     return "\(total) mutant\(total == 1 ? "" : "s"): \(killed) killed\(how), "
       + "\(notCompiled) not compiled, \(equivalent) equivalent, "
-      + "\(survivorCount) survivor\(survivorCount == 1 ? "" : "s")" + regradedNote
+      + "\(survivorCount) survivor\(survivorCount == 1 ? "" : "s")" + note
   }
 
   /// The line printed when the exercise is done, and one line per survivor under it.
