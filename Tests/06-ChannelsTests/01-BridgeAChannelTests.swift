@@ -61,6 +61,7 @@ private func collect(_ channel: CoChannel<Int>, hint: String = finishHint) async
 /// | the loop breaks | — | — | the producer blocked in `awaitSend` is released: `breakReleasesTheProducer` | — |
 /// | the loop body throws | — | its error | the producer is released: `throwReleasesTheProducer` | — |
 /// | the consuming task is cancelled | — | the loop ends promptly: `taskCancellationReleasesTheProducer` | the producer is released: `taskCancellationReleasesTheProducer` | — |
+/// | nothing sent for a while | — | — | — | nothing wakes up to look meanwhile: `idleWhileWaiting` |
 /// | two sequences on one channel | — each element goes to one receiver, as with two legacy receivers: nothing to add | | | |
 @Suite("6.1 Bridge a channel")
 struct BridgeAChannelTests {
@@ -81,6 +82,46 @@ struct BridgeAChannelTests {
       hint: "the producer was still blocked in awaitSend(_:) after the stream ended: receive "
         + "every element until the channel is closed")
     #expect(throws: Never.self) { try produced.get() }
+  }
+
+  @Test(
+    "While the channel has nothing to give, nothing wakes up to look",
+    .disabled(
+      if: underThreadSanitizer,
+      "make tsan runs every chapter's tests in one process, which is never quiet; graded, "
+        + "an exercise's tests have a process of their own"))
+  func idleWhileWaiting() async throws {
+    let channel = CoChannel<Int>(bufferType: .unlimited)
+    let loop = Task { () async throws -> [Int] in
+      var received: [Int] = []
+      for try await element in channel.elements() { received.append(element) }
+      return received
+    }
+    // The loop starts and waits; then nothing happens, until the process has had a quiet
+    // half second (the other tests of the suite end within about a second) or four have
+    // passed.
+    try await Task.sleep(for: .milliseconds(150))
+    let wakeups = await IdleWatch.fewestWakeups(
+      in: .milliseconds(500), within: .seconds(4), atMost: 40)
+    channel.offer(1)
+    channel.close()
+
+    let received = try await withDeadline(
+      .seconds(2), "for try await over channel.elements()", hint: finishHint
+    ) {
+      try await loop.value
+    }
+    #expect(received == [1], "the element sent after the quiet half second must arrive")
+    if let wakeups {
+      #expect(
+        wakeups <= 40,
+        """
+        the process woke up at least \(wakeups) times in every half second in which the \
+        channel had nothing to give (an idle process: about 10): something looks for elements \
+        over and over (a loop around poll() or Task.sleep) instead of waiting for the next \
+        one; on a phone, a loop that looks keeps the CPU awake and drains the battery
+        """)
+    }
   }
 
   @Test("Elements buffered before close() all arrive, then the sequence ends")
