@@ -88,8 +88,7 @@ struct BridgeAChannelTests {
     "While the channel has nothing to give, nothing wakes up to look",
     .disabled(
       if: underThreadSanitizer,
-      "make tsan runs every chapter's tests in one process, which is never quiet; graded, "
-        + "an exercise's tests have a process of their own"))
+      "make tsan runs every chapter's tests in one process, which is never quiet"))
   func idleWhileWaiting() async throws {
     let channel = CoChannel<Int>(bufferType: .unlimited)
     let loop = Task { () async throws -> [Int] in
