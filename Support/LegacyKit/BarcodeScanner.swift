@@ -80,8 +80,29 @@ public final class BarcodeScanner: @unchecked Sendable {
   /// Whether a scan is running.
   public var isScanning: Bool {
     lock.lock()
-    defer { lock.unlock() }
-    return scanning
+    let answer = scanning
+    let hook = readHook
+    lock.unlock()
+    hook?()
+    return answer
+  }
+
+  private var readHook: (@Sendable () -> Void)?
+
+  /// For tests: runs on the reader's thread each time ``isScanning`` has been read, before
+  /// the answer is returned. A test can hold one reader there until another has read too,
+  /// so that two callers deciding from the same answer do so every run.
+  public var onIsScanningRead: (@Sendable () -> Void)? {
+    get {
+      lock.lock()
+      defer { lock.unlock() }
+      return readHook
+    }
+    set {
+      lock.lock()
+      defer { lock.unlock() }
+      readHook = newValue
+    }
   }
 
   /// How many times ``startScanning()`` has been called, including rejected calls.

@@ -1,3 +1,4 @@
+import Dispatch
 import LegacyKit
 import Testing
 import WorkbookTesting
@@ -61,6 +62,7 @@ private func codes(_ results: [Result<String, any Error>]) -> [String?] {
 /// | one caller after another | a fresh scan each: `oneCallerAfterAnother` | emptied when answered: `oneCallerAfterAnother` | — |
 /// | callers after a shared scan ended | a new shared scan: `laterCallersShareANewScan` | — | — |
 /// | the same scan reported twice | one resume each: `answersOnceWhenReportedTwice` | — | — |
+/// | two callers deciding from the scanner's own state at the same moment | one scan, its code to both: `callersDecidingTogetherShareOneScan` (the scanner holds a reader of `isScanning` until the second one reads) | never busy: `callersDecidingTogetherShareOneScan` | — |
 /// | two callers in the same nanoseconds, a caller joining between the take and the clear | — only thread interleaving reaches a gap between two steps of the learner's own lock, with no call into the scanner or the runtime between them: the many-callers tests race them, but cannot catch it every run | | |
 /// | cancelled task (before, during, after) | — scan() promises nothing for a cancelled task: the scanner always reports | | |
 @Suite("2.5 Concurrent callers")
@@ -103,6 +105,49 @@ struct ConcurrentCallersTests {
       throws: Never.self, "every caller who asked during the scan gets its code, not an error"
     ) { try results.map { try $0.get() } }
     #expect(codes(results) == [ean, ean], "scan() must return the code the scanner read")
+  }
+
+  @Test("Two callers deciding at the same moment share one scan, whatever they look at")
+  func callersDecidingTogetherShareOneScan() async throws {
+    let scanner = BarcodeScanner(scans: [.code(ean), .code(isbn)], script: late)
+    // Whoever asks the scanner whether it is busy is held there (at most 300 ms) until a
+    // second caller has asked too: both then act on the same answer.
+    let readers = Locked(0)
+    let secondRead = DispatchSemaphore(value: 0)
+    scanner.onIsScanningRead = {
+      let arrival = readers.withLock { count in
+        count += 1
+        return count
+      }
+      if arrival == 1 {
+        _ = secondRead.wait(timeout: .now() + .milliseconds(300))
+      } else if arrival == 2 {
+        secondRead.signal()
+      }
+    }
+    let shared = SharedBarcodeScanner(scanner: scanner)
+    // Two threads of their own, so that both callers run at once on any number of cores.
+    let (left, right) = (OneThreadExecutor(), OneThreadExecutor())
+    let callers = [left, right].map { executor in
+      Task(executorPreference: executor) { try await shared.scan() }
+    }
+
+    var results: [Result<String, any Error>] = []
+    for caller in callers {
+      results.append(
+        try await withDeadline(.seconds(2), "scan() of two callers at once", hint: scanHint) {
+          await caller.result
+        })
+    }
+    #expect(
+      scanner.busyCount == 0 && codes(results) == [ean, ean],
+      """
+      two callers who asked at the same moment got \(codes(results)) and the scanner \
+      was started \(scanner.startCount) times: both decided to start it, because each \
+      decided from something another caller could change before it acted (here, the \
+      scanner's isScanning); which caller starts the scan must be decided in the same \
+      locked step that adds it to the waiting callers
+      """)
   }
 
   @Test("Many callers at once share one scan", arguments: [3, 10, 50])
