@@ -210,16 +210,19 @@ struct LocationOnceTests {
       updates: [.location(museum), .location(bridge)], script: gate.script)
 
     // The first call sets its delegate and waits for the manager's report...
-    let earlier = Task { try await currentLocation(using: manager) }
+    let settling = SettlingExecutor()
+    let earlier = Task(executorPreference: settling) { try await currentLocation(using: manager) }
     try #require(
       await eventually { gate.heldCount == 1 },
       "currentLocation(using:) did not set the manager's delegate")
-    // ...when another part of the app asks too, with the same manager; only then does the
-    // manager report anything.
-    let later = Task { try await currentLocation(using: manager) }
+    // ...when another part of the app asks too, with the same manager (and waits, on a
+    // delegate of its own or joined to the first call); only then does the manager report
+    // anything.
+    let jobsBefore = settling.jobsRun
+    let later = Task(executorPreference: settling) { try await currentLocation(using: manager) }
     try #require(
-      await eventually { gate.heldCount == 2 },
-      "a second currentLocation(using:) did not set the manager's delegate")
+      await eventually { settling.isIdle && settling.jobsRun > jobsBefore },
+      "a second currentLocation(using:) did not start waiting")
     gate.open()
     let second = try await withDeadline(
       .seconds(2), "a second currentLocation(using:), while the first still waited,",

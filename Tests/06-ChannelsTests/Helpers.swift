@@ -94,31 +94,6 @@ struct Boom: Error, Equatable {
   var tag = 0
 }
 
-/// A task executor with one serial queue, that knows when it has nothing left to run.
-///
-/// Tasks started on it run their code there up to their first suspension. Once it is idle,
-/// every such task is suspended (or finished): a `receive()` started on it has stored its
-/// continuation in the channel. That lets a test put waiters in a known order without
-/// guessing how long they take to start.
-final class SettlingExecutor: TaskExecutor {
-  private let queue = DispatchQueue(label: "workbook.tests.settling")
-  /// Jobs enqueued and not yet finished. A job that enqueues another counts it before
-  /// its own ends, so zero means that nothing runs now and nothing is about to.
-  private let pending = Atomic<Int>(0)
-
-  func enqueue(_ job: consuming ExecutorJob) {
-    let job = UnownedJob(job)
-    pending.add(1, ordering: .sequentiallyConsistent)
-    queue.async {
-      job.runSynchronously(on: self.asUnownedTaskExecutor())
-      self.pending.subtract(1, ordering: .sequentiallyConsistent)
-    }
-  }
-
-  /// True when no job is queued or running.
-  var isIdle: Bool { pending.load(ordering: .sequentiallyConsistent) == 0 }
-}
-
 extension Started {
   /// Starts `operation` on `executor`, and returns once it is suspended (or finished), so
   /// a `receive()` or `send(_:)` it calls is known to wait in the channel.
