@@ -89,15 +89,45 @@ struct NestedCallbacksTests {
     let downloader = ImageDownloader(
       catalogue: Self.catalogue, imageScript: script, metadataScript: script)
 
-    await Self.expectGalleryError(.imageUnavailable) {
+    await Self.expectGalleryError(
+      .imageUnavailable, cause: { Self.afterAFailedImage(downloader.events) }
+    ) {
       try await loadGalleryItem(Self.missing, from: downloader)
     }
     #expect(
       downloader.events == [.imageRequested(Self.missing), .imageDelivered(Self.missing)],
+      Comment(
+        rawValue: Self.afterAFailedImage(downloader.events)
+          ?? "the downloads were \(downloader.events), not one image request"))
+  }
+
+  /// What went wrong, read from the downloader's events, when a failed image was not the
+  /// end of the call; `nil` when the image was asked for once and nothing else was.
+  static func afterAFailedImage(_ events: [ImageDownloader.Event]) -> String? {
+    let imageRequests = events.filter { if case .imageRequested = $0 { true } else { false } }
+    let metadataAsked = events.contains { if case .metadataRequested = $0 { true } else { false } }
+    if imageRequests.count > 1 {
+      return """
+        the image was requested \(imageRequests.count) times for one call: a failed download \
+        is the step's answer, to be thrown as GalleryError.imageUnavailable, not a reason to \
+        try again
+        """
+    }
+    guard metadataAsked else { return nil }
+    let failedFirst = events.firstIndex(of: .imageDelivered(Self.missing)).map { delivered in
+      events.firstIndex { if case .metadataRequested = $0 { true } else { false } }! > delivered
+    }
+    return failedFirst == true
+      ? """
+      the image download failed, and loadGalleryItem(_:from:) still went on to ask for the \
+      metadata (a placeholder image, or an error caught and set aside?): a failed image \
+      ends the call with GalleryError.imageUnavailable, and the metadata is never asked for
       """
-      the metadata was requested although the image failed (in parallel, or before the \
-      image arrived): ask for the metadata only after the image has arrived
-      """)
+      : """
+      the metadata was requested before the image had arrived (in parallel, or first), so \
+      it was asked for although the image then failed: ask for the metadata only after the \
+      image has arrived
+      """
   }
 
   @Test("A failed metadata download throws metadataUnavailable", arguments: scripts)
@@ -111,19 +141,24 @@ struct NestedCallbacksTests {
   }
 
   /// Checks that `operation` throws `expected`, naming the step that failed.
+  /// `cause`, when it returns a text, explains a wrong outcome better than the error alone
+  /// (what the downloader saw).
   static func expectGalleryError(
-    _ expected: GalleryError, sourceLocation: SourceLocation = #_sourceLocation,
+    _ expected: GalleryError, cause: @escaping @Sendable () -> String? = { nil },
+    sourceLocation: SourceLocation = #_sourceLocation,
     _ operation: @escaping @Sendable () async throws -> GalleryItem
   ) async {
     let step = expected == .imageUnavailable ? "image" : "metadata"
     await expectThrows(
       expected, from: name, hint: hint,
       returned: { _ in
-        "loadGalleryItem(_:from:) returned an item although the \(step) download failed: "
+        cause()
+          ?? "loadGalleryItem(_:from:) returned an item although the \(step) download failed: "
           + "throw GalleryError.\(expected) instead of a placeholder"
       },
       wrongError: { error in
-        "the \(step) step failed, so loadGalleryItem(_:from:) must throw "
+        cause()
+          ?? "the \(step) step failed, so loadGalleryItem(_:from:) must throw "
           + "GalleryError.\(expected), not \(error): map each step's error to its own case"
       },
       sourceLocation: sourceLocation, operation)
