@@ -17,7 +17,8 @@ private let harbour = Image(name: "harbour", width: 3024, height: 4032)
 
 private let photoHint =
   "photoOutput(_:didFinishProcessingPhoto:error:) must resume the stored continuation with "
-  + "the decoded image"
+  + "the decoded image; and is the delegate that holds it still alive? The camera holds its "
+  + "delegate weakly, so a delegate object nothing else keeps is gone before it reports"
 private let errorHint =
   "when the camera reports an error, the stored continuation must be resumed by throwing it"
 private let noDataHint =

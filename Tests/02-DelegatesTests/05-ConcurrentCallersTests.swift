@@ -31,13 +31,13 @@ private let sharedHint =
 /// deadline, before anything is checked: a caller that never returns is reported as such,
 /// whatever happened to the others.
 private func scanAtOnce(
-  _ scanner: SharedBarcodeScanner, callers count: Int
+  _ scanner: SharedBarcodeScanner, callers count: Int, hint: String = sharedHint
 ) async throws -> [Result<String, any Error>] {
   let calls = (0..<count).map { _ in Task { try await scanner.scan() } }
   var results: [Result<String, any Error>] = []
   for (index, call) in calls.enumerated() {
     let result = try await withDeadline(
-      .seconds(2), "scan() of caller \(index + 1) of \(count)", hint: sharedHint
+      .seconds(2), "scan() of caller \(index + 1) of \(count)", hint: hint
     ) {
       await call.result
     }
@@ -171,7 +171,11 @@ struct ConcurrentCallersTests {
     let scanner = BarcodeScanner(scans: [.failure(.cameraUnavailable)], script: late)
     let shared = SharedBarcodeScanner(scanner: scanner)
 
-    let results = try await scanAtOnce(shared, callers: 5)
+    let results = try await scanAtOnce(
+      shared, callers: 5,
+      hint: "the scan failed, and its callers were left waiting: a failed scan must answer "
+        + "every waiting caller with its error (barcodeScanner(_:didFailWithError:)), as a "
+        + "code answers them all")
 
     #expect(scanner.startCount == 1, "start the scanner once, for the first caller")
     for result in results {
