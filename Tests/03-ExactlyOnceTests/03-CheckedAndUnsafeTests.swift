@@ -152,7 +152,11 @@ struct CheckedAndUnsafeTests {
     let said = misuseMessage(in: result)
     #expect(
       said == Self.silence,
-      "with .unchecked, withBridgeContinuation must use withUnsafeContinuation; got: \(said)")
+      """
+      reading(of:from:checking: .unchecked) still reported the leak, so the continuation it \
+      used was a checked one: .unchecked must reach withBridgeContinuation, which then uses \
+      withUnsafeContinuation; got: \(said)
+      """)
   }
 
   static let silence = "nothing about continuations"

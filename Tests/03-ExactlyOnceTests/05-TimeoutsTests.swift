@@ -89,8 +89,9 @@ struct TimeoutsTests {
     await #expect(
       throws: TimeoutError(limit: .milliseconds(100)),
       """
-      the limit passed, so withTimeout must throw TimeoutError, not the CancellationError \
-      of the operation it cancelled itself
+      the limit passed, so withTimeout must throw TimeoutError, not a CancellationError, \
+      whichever child it came from: the timer's sleep when it is cancelled, or the \
+      operation that withTimeout cancelled itself; the timer that runs out is the timeout
       """
     ) {
       try await withDeadline(.seconds(2), "withTimeout(_:clock:operation:)", hint: Self.hint) {
@@ -224,8 +225,9 @@ struct TimeoutsTests {
     case .failure(let error as CancellationError):
       Issue.record(
         """
-        the limit passed, so withTimeout must throw TimeoutError, not the \(error) of the \
-        operation it cancelled itself
+        the limit passed, so withTimeout must throw TimeoutError, not \(error), whichever \
+        child it came from: the timer's sleep when it is cancelled, or the operation that \
+        withTimeout cancelled itself; the timer that runs out is the timeout
         """)
     case .failure(let error):
       Issue.record("the limit passed, so withTimeout must throw TimeoutError; got \(error)")
