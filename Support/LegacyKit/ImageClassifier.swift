@@ -20,6 +20,7 @@ public final class ImageClassifier: @unchecked Sendable {
   private let script: CallbackScript
   private let lock = NSLock()
   private var requests = 0
+  private var answers = 0
 
   /// - Parameters:
   ///   - knownImages: The label for each image the model recognises.
@@ -34,6 +35,14 @@ public final class ImageClassifier: @unchecked Sendable {
     lock.lock()
     defer { lock.unlock() }
     return requests
+  }
+
+  /// How many times a completion handler has been called so far (a script may call one
+  /// twice).
+  public var answerCount: Int {
+    lock.lock()
+    defer { lock.unlock() }
+    return answers
   }
 
   /// Labels `image` and passes the label, or the reason there is none, to `completion`.
@@ -51,6 +60,11 @@ public final class ImageClassifier: @unchecked Sendable {
     } else {
       result = .failure(.unrecognised)
     }
-    script.deliver { completion(result) }
+    script.deliver {
+      self.lock.lock()
+      self.answers += 1
+      self.lock.unlock()
+      completion(result)
+    }
   }
 }

@@ -53,25 +53,37 @@ struct ResultCallbackTests {
     let classifier = Self.makeClassifier(script: script)
     let image = expected == .unreadableImage ? Data() : Self.zebra
 
-    await Self.expectClassifierError(expected) {
-      try await classify(image, using: classifier)
+    // Whether the classifier had answered when classify returned or threw.
+    let answeredAtReturn = Locked<Bool?>(nil)
+    await Self.expectClassifierError(expected, early: { answeredAtReturn.value == false }) {
+      defer { answeredAtReturn.withLock { $0 = classifier.answerCount > 0 } }
+      return try await classify(image, using: classifier)
     }
   }
 
-  /// Checks that `operation` throws the classifier's own `expected` error.
+  /// Checks that `operation` throws the classifier's own `expected` error; `early()` says
+  /// whether it ended before the classifier had answered at all.
   static func expectClassifierError(
-    _ expected: ClassificationError, sourceLocation: SourceLocation = #_sourceLocation,
+    _ expected: ClassificationError, early: @escaping @Sendable () -> Bool = { false },
+    sourceLocation: SourceLocation = #_sourceLocation,
     _ operation: @escaping @Sendable () async throws -> String
   ) async {
+    let tooSoon =
+      "before the classifier had answered at all: classify must wait, suspended, until the "
+      + "classifier's completion handler delivers its result, and pass that result on"
     await expectThrows(
       expected, from: "classify(_:using:)", hint: failureHint,
       returned: { label in
-        "classify(_:using:) returned \"\(label)\" although the classifier reported "
-          + "\(expected): on .failure, throw the classifier's error instead of returning a label"
+        early()
+          ? "classify(_:using:) returned \"\(label)\" " + tooSoon
+          : "classify(_:using:) returned \"\(label)\" although the classifier reported "
+            + "\(expected): on .failure, throw the classifier's error instead of returning a label"
       },
       wrongError: { error in
-        "classify(_:using:) threw \(error), not the classifier's own error \(expected): "
-          + "pass the .failure's error on unchanged"
+        early()
+          ? "classify(_:using:) threw \(error) " + tooSoon
+          : "classify(_:using:) threw \(error), not the classifier's own error \(expected): "
+            + "pass the .failure's error on unchanged"
       },
       sourceLocation: sourceLocation, operation)
   }
