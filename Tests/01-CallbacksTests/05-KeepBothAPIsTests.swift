@@ -21,6 +21,11 @@ import WorkbookTesting
 /// | cancelled (before, during, after) | — the station cannot cancel, and the API promises nothing for a cancelled task | | | |
 @Suite("1.5 Keep both APIs")
 struct KeepBothAPIsTests {
+  static let resumeHint =
+    "the caller's continuation was never resumed: the completion handler's success path does "
+    + "not resume it, or it was lost before the handler ran (another call's took its place, "
+    + "or nothing kept it)"
+
   static let readings = ["Oslo": -3.5, "Lima": 19.0, "Perth": 31.25]
   static let scripts: [CallbackScript] = [.synchronously, .default, .later()]
 
@@ -44,7 +49,7 @@ struct KeepBothAPIsTests {
 
     let reading = try await withDeadline(
       .seconds(2), "currentReading(for:)",
-      hint: "the completion handler's success path never resumes the continuation"
+      hint: Self.resumeHint
     ) {
       try await station.currentReading(for: "Lima")
     }
@@ -93,7 +98,7 @@ struct KeepBothAPIsTests {
 
     let reading = try await expectSuspends(
       "currentReading(for:)",
-      hint: "the completion handler's success path never resumes the continuation", on: executor
+      hint: Self.resumeHint, on: executor
     ) {
       try await station.currentReading(for: "Oslo")
     }
@@ -108,7 +113,7 @@ struct KeepBothAPIsTests {
     let viaCallback = try await callbackReading(for: "Perth", from: station)
     let viaAsync = try await withDeadline(
       .seconds(2), "currentReading(for:)",
-      hint: "the completion handler's success path never resumes the continuation"
+      hint: Self.resumeHint
     ) {
       try await station.currentReading(for: "Perth")
     }
@@ -137,7 +142,7 @@ struct KeepBothAPIsTests {
     #expect(try await describe("Oslo") == "Oslo: -3.5 °C")
     let reading = try await withDeadline(
       .seconds(2), "currentReading(for:)",
-      hint: "the completion handler's success path never resumes the continuation"
+      hint: Self.resumeHint
     ) {
       try await station.currentReading(for: "Oslo")
     }
@@ -171,7 +176,7 @@ struct KeepBothAPIsTests {
 
     let (reading, inTime) = try await withDeadline(
       .seconds(4), "currentReading(for:)",
-      hint: "the completion handler's success path never resumes the continuation"
+      hint: Self.resumeHint
     ) {
       try await whileTheMainThreadIsBusy { try await station.currentReading(for: "Oslo") }
     }
