@@ -255,10 +255,16 @@ public enum Classifier {
   static func meaning(of crash: CrashReport) -> String? {
     if crash.isIsolationTrap { return "a main-actor closure ran on a background thread" }
     if crash.isDoubleResume {
-      return "a continuation was resumed twice: either the callback ran twice, or one handler "
-        + "resumed on two paths (for example in a `defer` and in the body)"
+      return "a continuation was resumed twice: the callback ran twice, one handler resumed on "
+        + "two paths (in a `defer` and in the body, say), or a stored continuation was resumed "
+        + "without being taken out, so a later report or a cancellation found it again"
     }
     guard let message = crash.fatalMessage else { return nil }
+    if message.contains("Recursive call to lock") {
+      return "a lock was taken again by the thread that already held it: code run inside "
+        + "withLock (a framework call that answers at once, a delegate method, a caller "
+        + "resumed there) came back to the same lock; call out only after the lock is released"
+    }
     if message.contains("Unexpectedly found nil") {
       return "a force-unwrapped optional (`!`) was nil"
     }

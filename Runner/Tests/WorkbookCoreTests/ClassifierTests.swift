@@ -59,7 +59,7 @@ import Testing
         "the runtime stopped the tests: SWIFT TASK CONTINUATION MISUSE: encode(_:using:reportWarning:) tried to resume its continuation more than once, throwing approximateMatch!",
         "while running OptionalPairTests.valueAndError(script:) at Tests/01-CallbacksTests/03-OptionalPairTests.swift:72",
         "at Chapters/01-Callbacks/03-OptionalPair.swift:30 (in closure #1 in closure #1 in encode(_:using:reportWarning:))",
-        "this usually means a continuation was resumed twice: either the callback ran twice, or one handler resumed on two paths (for example in a `defer` and in the body)",
+        "this usually means a continuation was resumed twice: the callback ran twice, one handler resumed on two paths (in a `defer` and in the body, say), or a stored continuation was resumed without being taken out, so a later report or a cancellation found it again",
       ])
   }
 
@@ -97,7 +97,7 @@ import Testing
         "the runtime stopped the tests: SWIFT TASK CONTINUATION MISUSE: firstDelivery(_:) tried to resume its continuation more than once, returning 2!",
         "while running test resumesOnceWhenTheCallbackFiresTwice()",
         "at Chapters/01-Basics/05-CalledTwice.swift:7 (in closure #1 in closure #1 in firstDelivery(_:))",
-        "this usually means a continuation was resumed twice: either the callback ran twice, or one handler resumed on two paths (for example in a `defer` and in the body)",
+        "this usually means a continuation was resumed twice: the callback ran twice, one handler resumed on two paths (in a `defer` and in the body, say), or a stored continuation was resumed without being taken out, so a later report or a cancellation found it again",
       ])
   }
 
@@ -288,5 +288,12 @@ import Testing
   func namesTheErrorTheTestExpected(source: String, expected: String) throws {
     #expect(
       Classifier.expectedError(at: try issue(in: "// a test\n" + source, line: 2)) == expected)
+  }
+
+  @Test func explainsARecursiveLock() {
+    var crash = CrashReport()
+    crash.fatalMessage = "Recursive call to lock Mutex"
+    let meaning = Classifier.meaning(of: crash) ?? ""
+    #expect(meaning.hasPrefix("a lock was taken again by the thread that already held it"))
   }
 }
