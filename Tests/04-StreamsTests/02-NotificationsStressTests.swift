@@ -100,7 +100,9 @@ extension NotificationsTests {
       leftObserving.isEmpty,
       because(
         "after the stream ended in rounds \(leftObserving), its observer still ran for each "
-          + "change: remove the observer in the continuation's onTermination"))
+          + "change: remove the observer in the continuation's onTermination, however the stream "
+          + "ends (a break, a cancelled task and a dropped stream end it as .cancelled, not "
+          + ".finished)"))
   }
 }
 

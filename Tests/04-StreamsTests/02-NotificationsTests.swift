@@ -132,7 +132,8 @@ struct NotificationsTests {
       stray == 0,
       because(
         "after the loop ended, \(stray) changes still reached an observer block: remove the "
-          + "observer in the continuation's onTermination"))
+          + "observer in the continuation's onTermination, however the stream ends (a break "
+          + "ends it as .cancelled, not .finished)"))
   }
 
   @Test(
@@ -167,7 +168,9 @@ struct NotificationsTests {
       stray == 0,
       because(
         "after the task was cancelled, \(stray) changes still reached an observer block: "
-          + "remove the observer in the continuation's onTermination"))
+          + "remove the observer in the continuation's onTermination, however the stream "
+          + "ends (a break, a cancelled task and a dropped stream end it as .cancelled, not "
+          + ".finished)"))
   }
 
   @Test("Removes its observer when the stream is dropped without being iterated")
