@@ -12,10 +12,10 @@ private let stopHint =
   + "cancels its children; waitForAll() does not (it waits for every child, then rethrows), "
   + "so run the consumer in the body, not as one more child"
 private let transformFailHint =
-  "the pipeline kept going after a transform threw: the workers' stage must see a "
-  + "transform's error as it happens, so that it ends the pipeline and cancels the other "
-  + "stages (no try?, and wait on the pool with next() before starting more than `workers` "
-  + "transforms)"
+  "the pipeline did not end after a transform threw: either it kept going (the workers' "
+  + "stage must see a transform's error as it happens, so no try?, and wait on the pool with "
+  + "next() before starting more than `workers` transforms), or a stage downstream kept "
+  + "waiting for more (the results must end however the workers' stage ends, error included)"
 
 private let onceHint =
   "each element must be transformed exactly once; read the source in one place, since a "
