@@ -13,8 +13,8 @@ private let pairHint =
   + "holds it weakly, so a delegate nothing else holds is gone before the scale answers"
 private let storeFirstHint =
   "this session reports inside startPairing(code:), and your continuation was not stored "
-  + "yet, so the report found nobody; store or subscribe before you start: store the "
-  + "continuation first, then set the delegate and start the pairing"
+  + "yet, or your delegate not set yet, so the report found nobody; store or subscribe "
+  + "before you start: store the continuation and set the delegate, then start the pairing"
 private let cancelHint =
   "pairingSessionDidCancel(_:) is an optional delegate method, so the compiler never asked "
   + "for it: implement it, and resume the stored continuation by throwing PairingCancelled()"

@@ -157,8 +157,9 @@ private let closeHint =
   + "stream, so that run()'s loop ends once the stream is drained"
 private let cancelledHint =
   "when the task running run() is cancelled, run() must return and fail every message "
-  + "still waiting with CancellationError; finish the stream and drain it, or those "
-  + "submitters wait forever (the legacy queue's bug)"
+  + "still waiting with CancellationError: the ones in the stream (finish it and drain it) "
+  + "and the one run() already took and holds while it waits out the interval; otherwise "
+  + "those submitters wait forever (the legacy queue's bug)"
 
 /// The contract of `TextQueue`: each path, what the submitters and the gateway see, and the
 /// test that checks it (— where a column does not apply, and why).
