@@ -209,8 +209,10 @@ struct ManyAtOnceTests {
       notCancelled.isEmpty,
       """
       the requests for \(notCancelled.joined(separator: ", ")) were not cancelled when \
-      Baixa failed: once one rate has failed, the others are of no use; a task group that \
-      is left by a thrown error cancels its other children
+      Baixa failed: once one rate has failed, the others are of no use. A task group that \
+      is left by a thrown error cancels its children, and that reaches a request only if the \
+      child waits on it itself (not in a Task.detached or a Task of its own, which no \
+      cancellation reaches)
       """)
     #expect(
       log.running.isEmpty,
