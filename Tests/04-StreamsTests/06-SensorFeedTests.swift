@@ -104,12 +104,21 @@ struct SensorFeedTests {
 
     let readings = try await read(sensor)
 
+    let got = numbers(readings)
+    // Only the last ones missing: they were sent, then the end overtook them.
+    let tailMissing = !got.isEmpty && got.count < 20 && got == Array(1...got.count)
     #expect(
-      numbers(readings) == Array(1...20),
-      """
-      expected readings #1 to #20 in order; got \(numbers(readings)). \
-      \(measuresInsideStart ? "This sensor sends its first reading inside start(): set the delegate (and onTermination) before you call start()." : "")
-      """)
+      got == Array(1...20),
+      Comment(
+        rawValue: tailMissing
+          ? "readings the sensor sent before the end of its session never reached the loop: "
+            + "#\(got.count + 1) to #20 are missing. The sensor sends the end right after its "
+            + "last reading, and a finished sequence takes nothing more: each reading it sent "
+            + "must be in the sequence by the time the end is"
+          : "expected readings #1 to #20 in order; got \(got). "
+            + (measuresInsideStart
+              ? "This sensor sends its first reading inside start(): set the delegate (and "
+                + "onTermination) before you call start()." : "")))
     #expect(readings.allSatisfy { $0.amplitude == VibrationSensor.amplitude(of: $0.number) })
     #expect(!sensor.isRunning)
   }
