@@ -101,6 +101,7 @@ func resumesOutsideTheLock(
 /// | an empty channel | — | waits for a sender: `receiveWaits` | — | — |
 /// | one producer | — | its order: `fifo` | — | — |
 /// | several waiting senders or receivers | served first come, first served: `waitingSendersInOrder` | `waitingReceiversInOrder` | — | — |
+/// | an element handed out (buffered, or by a waiting sender) | — | — | not kept by the channel: `receivedElementsAreReleased` | — |
 /// | many producers and consumers | — | each element exactly once, each producer's order: `manyProducersAndConsumers` | — | — |
 /// | `close()` | waiting senders throw `ChannelClosedError`: `closeFailsWaitingSenders`; later ones too, nothing sent: `sendAfterClose` | the buffer, then `nil`: `closeDrainsThenEnds`; waiting receivers `nil`: `closeEndsWaitingReceivers` | — | from another thread mid-traffic: `closeFromAnotherThread` |
 /// | a waiting receiver is cancelled | — | `CancellationError`, takes nothing: `cancelWaitingReceiver` | the next element goes to the next receiver: `cancelWaitingReceiver`; two arriving at the same instant are told apart: `receiversArrivingTogether` | while `close()` resumes it, no deadlock: `cancelWhileResuming` |

@@ -84,6 +84,7 @@ func cancelWhileSending(
 /// | `close()` | refused after it: `sendAfterClose` | conflated: the newest, then `nil`: `conflatedCloseKeepsTheLast` | `nil`: `closeEndsWaitingReceivers` | — |
 /// | a waiting receiver is cancelled | — | `CancellationError`, takes nothing: `cancelledReceiver` | — | while a send resumes it, no deadlock: `cancelWhileResuming` |
 /// | many senders and receivers | — | nothing twice, nothing invented; unlimited loses nothing: `manySendersAndReceivers` | — | sends from random threads while receivers are cancelled: `sendsFromPlainThreads` |
+/// | an element handed out (buffered, or to a waiting receiver) | — | — | not kept by the channel: `receivedElementsAreReleased` | — |
 /// | a full buffer | — neither kind is ever full: send never waits | | | |
 @Suite("6.4 Buffer kinds")
 struct BufferKindsTests {
