@@ -26,6 +26,21 @@ struct TimeoutsTests {
     "the losing child is never cancelled, or the group waits for a child that is still "
     + "running; cancel the loser as soon as the first child finishes"
 
+  /// The cause of a timed-out call, from what the fakes saw: when the timer has run out and
+  /// the operation never saw a cancel, either nothing cancelled it, or it runs in a task of
+  /// its own that the group's cancellation cannot reach.
+  static func likelyCause(clock: WatchedClock, operation: WatchedOperation) -> String {
+    guard clock.sleepsStarted > 0, clock.sleepsRunning == 0, operation.running > 0,
+      operation.cancelled == 0
+    else { return hint }
+    return
+      "the limit passed, but the operation never saw a cancel: either the group does not "
+      + "cancel the losing child (cancelAll() once the first child finishes), or the "
+      + "operation runs in a task of its own (a Task {} or Task.detached inside the child), "
+      + "which the group's cancellation cannot reach; call the operation directly in the "
+      + "child task"
+  }
+
   static let stillRunning = "still running when withTimeout returned: a child outlived the call"
 
   static let callerCancelledHint =
@@ -94,7 +109,10 @@ struct TimeoutsTests {
       operation that withTimeout cancelled itself; the timer that runs out is the timeout
       """
     ) {
-      try await withDeadline(.seconds(2), "withTimeout(_:clock:operation:)", hint: Self.hint) {
+      try await withDeadline(
+        .seconds(2), "withTimeout(_:clock:operation:)",
+        likelyCause: { Self.likelyCause(clock: clock, operation: operation) }
+      ) {
         try await withTimeout(.milliseconds(100), clock: clock) {
           try await operation.run(for: .seconds(10), returning: 42)
         }

@@ -120,15 +120,21 @@ struct IncomingMessagesTests {
     if (!received.isEmpty || collected.end != nil) && received != greeting {
       let kept = Set(received)
       let lost = greeting.filter { !kept.contains($0) }
+      let buffer = boundedBufferLoss(sent: greeting, received: received, of: "lines")
+      let cause =
+        ": the consumer must get each line in the order the delegate heard it, and the end "
+        + "only after the last one (a line handed on to be yielded later can overtake "
+        + "another, or come after the end, and be lost)"
       Issue.record(
         Comment(
           rawValue: "200 lines came one delegate call at a time, in order, then the end; the "
             + "stream gave \(received.count) of them"
-            + (lost.isEmpty ? "" : ": lines were lost (the first: \"\(lost[0])\")")
-            + (received == greeting.filter(kept.contains) ? "" : ", and came out of order")
-            + ": the consumer must get each line in the order the delegate heard it, and the "
-            + "end only after the last one (a line handed on to be yielded later can overtake "
-            + "another, or come after the end, and be lost)"))
+            + (buffer.map { ": \($0.sentence)" } ?? "")
+            + (buffer?.onlyCause == true
+              ? ""
+              : (lost.isEmpty ? "" : ": lines were lost (the first: \"\(lost[0])\")")
+                + (received == greeting.filter(kept.contains) ? "" : ", and came out of order")
+                + cause)))
     }
     if case .failure(let error) = collected.end {
       Issue.record(
