@@ -137,7 +137,7 @@ private func isCancellation(_ result: Result<some Any, any Error>) -> Bool {
 /// | cancelled as the promise completes | one of the two, once: `cancelledAfterResumed` | — | no deadlock: `completionRacesCancellation` |
 /// | awaiters arrive as it completes | none lost: `arrivalsRaceTheResult` | — | — |
 /// | completions, arrivals and cancels from random threads | each the one result: `stress`, `randomThreadsRace` | — | — |
-/// | cancelled between the awaiter's cancelled check and its store | — the races above cross it, but no test can widen a gap with no call in it: the check under the store's lock is the hints' point | | |
+/// | cancelled right after any look at its cancellation (between a check and the store) | `CancellationError` at once: `cancelledRightAfterALook` | none left stored: `cancelledRightAfterALook` | — |
 @Suite("5.2 Build a promise")
 struct BuildAPromiseTests {
   @Test(
@@ -336,6 +336,32 @@ struct BuildAPromiseTests {
 
     #expect(outcomes.allSatisfy(isCancellation), "every cancelled awaiter throws CancellationError")
     #expect(promise.waitingCount == 0, "cancelled awaiters leave nothing in `waiting`")
+  }
+
+  @Test("An awaiter cancelled right after any look at its cancellation ends at once")
+  func cancelledRightAfterALook() async throws {
+    let promises = Locked<[Promise<Int>]>([])
+    let rounds = try await cancellingAfterEachLook(
+      "promise.value",
+      lostCancelCause:
+        "check Task.isCancelled under the same lock where you store the continuation: "
+        + "onCancel takes that lock, so either the check sees the cancel or onCancel finds "
+        + "the continuation"
+    ) {
+      let promise = Promise<Int>()
+      promises.withLock { $0.append(promise) }
+      return { try await promise.value }
+    }
+
+    for round in rounds {
+      #expect(
+        throws: CancellationError.self,
+        "an awaiter cancelled \(round.fired ? "right after its look \(round.look) at its cancellation" : "while it waited") must throw CancellationError"
+      ) { try round.result.get() }
+    }
+    #expect(
+      promises.value.allSatisfy { $0.waitingCount == 0 },
+      "a cancelled awaiter leaves nothing in `waiting`")
   }
 
   @Test("Completing the promise while an awaiter is being cancelled does not deadlock")

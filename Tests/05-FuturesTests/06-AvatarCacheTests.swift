@@ -135,7 +135,7 @@ private func results(
 /// | cancelled at any moment as it begins to wait | `CancellationError`, at once: `cancelledAsItBeginsToWait` | the download goes on | a cancel at a random moment of the caller's first microseconds, from another thread: `cancelledAsItBeginsToWait` |
 /// | two callers at the very same moment | the avatar each | one download: `simultaneousCallersShareOneDownload` | released together on two threads, random offsets: `simultaneousCallersShareOneDownload` |
 /// | cancelled as the download answers | the avatar or `CancellationError` (the task states no preference), resumed once, whether the cancel lands after the avatar resumed the caller and before it ran: `cancelledAfterTheAvatarArrived` | — | — |
-/// | cancelled between its cancelled check and storing its continuation | — `cancelledAsItBeginsToWait` crosses that gap at random, but no test can widen a gap with no call in it: the check under the store's lock is the hints' point | | |
+/// | cancelled right after any look at its cancellation (between a check and the store) | `CancellationError`, at once: `cancelledRightAfterALook` | the download goes on | — |
 @Suite("5.6 Avatar cache")
 struct AvatarCacheTests {
   @Test(
@@ -290,6 +290,31 @@ struct AvatarCacheTests {
     _ = try await results(of: [starter], hint: valueHint)
   }
 
+  @Test("A caller cancelled right after any look at its cancellation stops at once")
+  func cancelledRightAfterALook() async throws {
+    let loaders = Locked<[FakeLoader]>([])
+    defer { for loader in loaders.value { loader.finishAll() } }
+    let rounds = try await cancellingAfterEachLook(
+      "avatar(for:)",
+      lostCancelCause:
+        "look at Task.isCancelled under the same lock where the continuation is stored: "
+        + "onCancel takes that lock, so either the look sees the cancel or onCancel finds "
+        + "the continuation"
+    ) {
+      let loader = FakeLoader()
+      loaders.withLock { $0.append(loader) }
+      let cache = AvatarCache(loader: loader)
+      return { try await cache.avatar(for: "ada") }
+    }
+
+    for round in rounds {
+      #expect(
+        throws: CancellationError.self,
+        "a caller cancelled \(round.fired ? "right after its look \(round.look) at its cancellation" : "while it waited") must stop with CancellationError"
+      ) { try round.result.get() }
+    }
+  }
+
   /// The rounds of ``cancelledAsItBeginsToWait()``, until `budget` has passed or a
   /// cancelled caller is left waiting.
   private func cancelsAsCallersBeginToWait(
@@ -318,7 +343,10 @@ struct AvatarCacheTests {
       // busy the machine; only then is every caller cancelled, and each must stop at once.
       await canceller.value
       let outcomes = try await withDeadline(
-        .seconds(2), "avatar(for:) cancelled as it began to wait", hint: cancelHint
+        .seconds(2), "avatar(for:) cancelled as it began to wait",
+        hint: cancelHint
+          + "; or the cancel came between a look at Task.isCancelled and the lock where the "
+          + "continuation is stored, and was lost: look under that lock"
       ) {
         var outcomes: [Result<Avatar, any Error>] = []
         for waiter in waiters { outcomes.append(await waiter.result) }

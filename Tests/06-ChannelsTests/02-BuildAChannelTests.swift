@@ -110,7 +110,7 @@ func resumesOutsideTheLock(
 /// | the task is cancelled before the call | `CancellationError`, no wait: `alreadyCancelled` | `CancellationError`, no wait: `alreadyCancelled` | — | — |
 /// | cancelled as the hand-off happens | sent once if it returned, never if it threw: `cancelSenderRacingHandOff` | the element or nothing: `cancelReceiverRacingHandOff` | nothing lost: both | — |
 /// | cancels at random moments, from other threads | nothing lost or duplicated: `randomCancellation`, `cancelFromOtherThreads` | | | |
-/// | cancelled between the receiver's cancelled check and its store | — the races above cross it, but no test can widen a gap with no call in it: the check under the store's lock is the hints' point | | | |
+/// | cancelled right after any look at its cancellation (between a check and the store) | `CancellationError`: `cancelledRightAfterALook` | `CancellationError`: `cancelledRightAfterALook` | — | — |
 @Suite("6.2 Build a channel")
 struct BuildAChannelTests {
   // MARK: Rendezvous and buffering
@@ -442,6 +442,34 @@ struct BuildAChannelTests {
 
       #expect(throws: CancellationError.self) { try received.get() }
       #expect(throws: CancellationError.self) { try sent.get() }
+    }
+
+    @Test("A send or receive cancelled right after any look at its cancellation ends at once")
+    func cancelledRightAfterALook() async throws {
+      let lost =
+        "check Task.isCancelled in the same locked step that stores the continuation: "
+        + "onCancel takes that lock, so either the check sees the cancel or onCancel finds "
+        + "the continuation"
+      let receives = try await cancellingAfterEachLook("receive()", lostCancelCause: lost) {
+        let empty = Channel<Int>(capacity: 0)
+        return { try await empty.receive() }
+      }
+      let sends = try await cancellingAfterEachLook("send(_:)", lostCancelCause: lost) {
+        let full = Channel<Int>(capacity: 0)
+        return { try await full.send(1) }
+      }
+      for round in receives {
+        #expect(
+          throws: CancellationError.self,
+          "a receive() cancelled \(round.fired ? "right after look \(round.look)" : "while waiting") must throw CancellationError"
+        ) { try round.result.get() }
+      }
+      for round in sends {
+        #expect(
+          throws: CancellationError.self,
+          "a send(_:) cancelled \(round.fired ? "right after look \(round.look)" : "while waiting") must throw CancellationError"
+        ) { try round.result.get() }
+      }
     }
 
     @Test(
