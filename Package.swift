@@ -17,6 +17,9 @@
 //                               the runner sets it when an exercise's file is missing
 //                               or does not compile, so the chapter's other exercises
 //                               can still be graded
+//   WORKBOOK_LANGUAGE_MODE=5    build the chapter modules in the Swift 5 language mode:
+//                               `make verify` proves that Chapter 10's starters, legacy
+//                               code that stops compiling in Swift 6, build that way
 //   WORKBOOK_TESTS_ONLY=1       leave out the executables (chat-server, clipper), which
 //                               no test uses: the runner sets it when it grades the
 //                               learner's files, so a save in Chapter 8 relinks only
@@ -42,6 +45,7 @@ let chapters: [(folder: String, module: String, uses: [String])] = [
   ("07-Structured", "Structured", ["CoroutineKit", "LegacyKit"]),
   ("08-Capstone", "Capstone", ["ChatKit"]),
   ("09-Networking", "Networking", ["HTTPTestServer"]),
+  ("10-MakeItCompile", "MakeItCompile", ["LegacyKit"]),
 ]
 
 let environment = Context.environment
@@ -59,6 +63,9 @@ func skippedFiles(under folder: String) -> [String] {
 let allSupport = wantedChapter == nil || wantedChapter == 0
 /// The executables are left out when only the tests are wanted.
 let testsOnly = environment["WORKBOOK_TESTS_ONLY"] == "1"
+/// The chapter modules' language mode: Swift 6 unless the runner asks for Swift 5.
+let chapterSettings: [SwiftSetting] =
+  environment["WORKBOOK_LANGUAGE_MODE"] == "5" ? [.swiftLanguageMode(.v5)] : []
 /// LegacyKit and WorkbookTesting (which uses it) are always built; the others on demand.
 func needed(_ module: String) -> Bool {
   allSupport || selected.contains { $0.uses.contains(module) }
@@ -153,7 +160,8 @@ let package = Package(
           name: chapter.module,
           dependencies: chapter.uses.map { .target(name: $0) },
           path: "\(sourceRoot)/\(chapter.folder)",
-          exclude: skippedFiles(under: "\(sourceRoot)/\(chapter.folder)")
+          exclude: skippedFiles(under: "\(sourceRoot)/\(chapter.folder)"),
+          swiftSettings: chapterSettings
         ),
         .testTarget(
           name: "\(chapter.module)Tests",

@@ -1,0 +1,178 @@
+import Dispatch
+import Foundation
+import Testing
+import WorkbookTesting
+
+@testable import MakeItCompile
+
+/// The contract of the shared state: each path, what callers see, and the test that checks
+/// it (— where a column does not apply, and why). The compile check (Swift 6 mode, no
+/// warning, no escape hatch) is the runner's; these tests check that the fix kept the
+/// feature working.
+///
+/// | path | result | lost or late updates | thread, isolation |
+/// | --- | --- | --- | --- |
+/// | counted from many threads at once | every count: `countsFromManyThreads` | none lost: `countsFromManyThreads` | any thread, synchronously: `countsFromManyThreads` |
+/// | counted from the main actor and background threads together | every count: `countsFromTheMainActorToo` | — | — |
+/// | read right after counting, on another thread | the new count: `countIsThereWhenTheCallReturns` | none late (a hop to another queue or task): `countIsThereWhenTheCallReturns` | — |
+/// | the cache stored and read from many threads at once | every thumbnail: `cacheFromManyThreads` | none lost | any thread: `cacheFromManyThreads` |
+/// | a name stored twice | the newer one: `storeReplaces` | — | — |
+/// | the renderer | stored and counted before its completion: `rendererStoresAndCounts` | — | its background queue: `rendererStoresAndCounts` |
+@Suite("10.1 Shared state", .serialized)
+struct SharedStateTests {
+  private static let lateHint =
+    "a count must be made by the time countRenderedThumbnail() returns: a count handed to "
+    + "the main queue, a Task or an actor arrives later, and a read made meanwhile misses it"
+
+  @Test("Counts every thumbnail counted at the same time on many threads")
+  func countsFromManyThreads() async throws {
+    let before = renderedThumbnailCount
+    let threads = 8
+    let each = 5_000
+    await onThreads(threads) {
+      for _ in 0..<each { countRenderedThumbnail() }
+    }
+    let counted = renderedThumbnailCount - before
+
+    #expect(
+      counted == threads * each,
+      Comment(
+        rawValue: "\(threads) threads counted \(each) thumbnails each, and the count grew by "
+          + "\(counted), not \(threads * each): "
+          + (counted < threads * each
+            ? "counts were lost. Reading the count and writing it back in two steps (two "
+              + "locked sections, or a load and a store) lets two threads write the same "
+              + "number; make each count one indivisible step (Atomic's add, or one "
+              + "withLock that reads and writes), or they were made later: \(Self.lateHint)"
+            : "some were counted twice")))
+  }
+
+  @Test("Counts from the main actor and from background threads together")
+  func countsFromTheMainActorToo() async throws {
+    let before = renderedThumbnailCount
+    async let background: Void = onThreads(2) {
+      for _ in 0..<3_000 { countRenderedThumbnail() }
+    }
+    await MainActor.run {
+      for _ in 0..<3_000 { countRenderedThumbnail() }
+    }
+    await background
+    let counted = renderedThumbnailCount - before
+
+    #expect(
+      counted == 9_000,
+      Comment(
+        rawValue: "the main actor and two threads counted 3,000 each, and the count grew by "
+          + "\(counted), not 9,000: every caller, on the main actor or not, must count in "
+          + "one indivisible step, at once"))
+  }
+
+  @Test("A count is there, on another thread, as soon as the call returned")
+  func countIsThereWhenTheCallReturns() async throws {
+    for round in 1...200 {
+      let before = renderedThumbnailCount
+      let seen = await onAnotherThread { () -> Int in
+        countRenderedThumbnail()
+        return renderedThumbnailCount
+      }
+      let after = await onAnotherThread { renderedThumbnailCount }
+      guard seen == before + 1, after == before + 1 else {
+        Issue.record(
+          Comment(
+            rawValue: "round \(round): the count was \(before), then \(seen) right after "
+              + "countRenderedThumbnail() returned, and \(after) on another thread: "
+              + Self.lateHint))
+        return
+      }
+    }
+  }
+
+  @Test("Many threads store and read thumbnails at the same time, and none is lost")
+  func cacheFromManyThreads() async throws {
+    let threads = 8
+    let names = (0..<threads).map { thread in (0..<300).map { "photo-\(thread)-\($0)" } }
+    await onThreads(threads) { index in
+      for name in names[index] {
+        ThumbnailCache.shared.store(Thumbnail(name: name, pixels: [UInt8(index)]), named: name)
+        // Reads of other threads' names, while they are being written.
+        _ = ThumbnailCache.shared.thumbnail(named: names[(index + 1) % threads][0])
+      }
+    }
+    let missing = names.joined().filter { name in
+      ThumbnailCache.shared.thumbnail(named: name)?.name != name
+    }
+
+    #expect(
+      missing.isEmpty,
+      Comment(
+        rawValue: "\(missing.count) of \(threads * 300) thumbnails stored at the same time on "
+          + "\(threads) threads were missing afterwards (the first: \(missing.first ?? "")): "
+          + "every store must reach the one shared cache, whatever thread makes it"))
+  }
+
+  @Test("Storing a name again replaces its thumbnail")
+  func storeReplaces() {
+    let name = "replaced-\(UUID())"
+    ThumbnailCache.shared.store(Thumbnail(name: name, pixels: [1]), named: name)
+    ThumbnailCache.shared.store(Thumbnail(name: name, pixels: [2]), named: name)
+
+    #expect(ThumbnailCache.shared.thumbnail(named: name)?.pixels == [2])
+    #expect(ThumbnailCache.shared.thumbnail(named: "never-\(UUID())") == nil)
+  }
+
+  @Test("The renderer stores and counts each thumbnail before its completion runs")
+  func rendererStoresAndCounts() async throws {
+    let names = (0..<20).map { "rendered-\($0)-\(UUID())" }
+    let before = renderedThumbnailCount
+    let (thumbnails, counted, stored) = try await withDeadline(
+      .seconds(2), "renderThumbnails(_:completion:)",
+      hint: "the renderer's completion was never called: leave the renderer as it is"
+    ) {
+      await withCheckedContinuation { continuation in
+        renderThumbnails(names) { thumbnails in
+          let stored = names.filter { ThumbnailCache.shared.thumbnail(named: $0) != nil }
+          continuation.resume(returning: (thumbnails, renderedThumbnailCount - before, stored))
+        }
+      }
+    }
+
+    #expect(thumbnails.map(\.name) == names)
+    #expect(
+      stored.count == names.count,
+      "the renderer's thumbnails must be in the shared cache when its completion runs")
+    #expect(
+      counted == names.count,
+      Comment(
+        rawValue: "the renderer counted \(names.count) thumbnails on its queue, and the count "
+          + "grew by \(counted) by the time its completion ran: " + Self.lateHint))
+  }
+}
+
+/// Runs `body` on `count` threads of their own, started together, and returns once all
+/// have finished.
+private func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) async {
+  let line = StartLine(parties: count)
+  await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+    let group = DispatchGroup()
+    for index in 0..<count {
+      group.enter()
+      Thread {
+        line.go(jitter: 0...0)
+        body(index)
+        group.leave()
+      }.start()
+    }
+    group.notify(queue: .global()) { continuation.resume() }
+  }
+}
+
+private func onThreads(_ count: Int, _ body: @escaping @Sendable () -> Void) async {
+  await onThreads(count) { (_: Int) in body() }
+}
+
+/// Runs `body` on a thread of its own and returns its result.
+private func onAnotherThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+  await withCheckedContinuation { continuation in
+    Thread { continuation.resume(returning: body()) }.start()
+  }
+}
