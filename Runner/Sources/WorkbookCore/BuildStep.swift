@@ -15,6 +15,9 @@ public struct BuildRequest: Sendable {
   /// exercises whose file is missing or does not compile (`WORKBOOK_SKIP_FILES`,
   /// comma-separated; the manifest excludes them).
   public var skippedFiles: [String] = []
+  /// Sources (absolute paths) to compile again whatever changed, so that their warnings are
+  /// printed: their objects are deleted before the build.
+  public var recompiledSources: [String] = []
 
   public init(
     root: URL, source: SourceTree, chapter: Int?, scratchPath: String,
@@ -117,6 +120,7 @@ public enum BuildStep {
     // The driver can miss a changed file and link an old object (see StaleObjects).
     if request.usesDefaultDestination {
       StaleObjects.removeObjectsOfChangedSources(scratch: request.scratchURL)
+      StaleObjects.removeObjects(of: request.recompiledSources, scratch: request.scratchURL)
     }
     let outcome = try ChildProcess.run(
       swift, arguments, environment: request.buildEnvironment, in: request.root

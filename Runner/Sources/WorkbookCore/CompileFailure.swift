@@ -34,18 +34,34 @@ public enum CompileFailure {
       var lines: [String] = []
       if inTests {
         lines.append(
-          "the tests for this exercise do not compile against your code "
-            + "(did a name or signature change?):")
+          "the tests for this exercise do not compile against your code (did a name, a "
+            + "signature or an isolation change? The tests call your code as its doc comments "
+            + "promise, for example synchronously from any thread):")
       }
       let context = relativizer(root: root, source: source)
       for error in errors.prefix(errorsShown) {
         lines.append(contentsOf: error.rendered(relativePath: context.relative(error.path)))
       }
       if errors.count > errorsShown { lines.append(moreErrors(errors.count - errorsShown)) }
+      // The groups of errors in the tests would explain how to fix the tests.
+      if !inTests { lines.append(contentsOf: groupLines(errors)) }
       return lines
     case .needs(let needs):
       return neededLines(needs, chapter: chapter)
     }
+  }
+
+  /// The toolchain's notes on the diagnostic groups, read once.
+  static let diagnosticGroups = DiagnosticGroups.ofToolchain()
+
+  /// What the groups of `errors` mean, and, when they are type-checking errors about
+  /// concurrency, that fixing them can reveal the next ones.
+  static func groupLines(_ errors: [Diagnostic]) -> [String] {
+    var lines = diagnosticGroups.explanations(of: errors)
+    if DiagnosticGroups.mayHideLaterErrors(errors) {
+      lines.append(DiagnosticGroups.laterErrorsNote)
+    }
+    return lines
   }
 
   /// "uses your `half` from 2.1 (Halving), which does not compile; fix 2.1 first …".

@@ -19,6 +19,11 @@ public struct GraderOptions: Sendable {
   /// `mistakes` want; false: the short form a learner's check runs, unless the learner set
   /// `WORKBOOK_LONG_TESTS=1` themselves.
   public var longTests: Bool
+  /// Sources (absolute paths) whose objects are deleted before each build, so that they are
+  /// compiled again and their warnings printed again: the driver prints a file's warnings
+  /// only when it compiles that file. Set by ``Grader/grade(_:)`` for the exercises of
+  /// chapters whose answers fail on a warning.
+  public var recompiledSources: [String] = []
 
   public init(
     root: URL, source: SourceTree = .learner, scratchPath: String? = nil, timeout: Double = 30,
@@ -59,6 +64,17 @@ public struct Grader: Sendable {
   ) throws(WorkbookError)
     -> (reports: [ChapterReport], builds: [BuildResult])
   {
+    let warningSources = selection.filter { $0.chapter.warningsFail == true }.flatMap {
+      chapter, exercises in
+      exercises.map {
+        options.root.appendingPathComponent(chapter.sourcePath($0, source: options.source)).path
+      }
+    }
+    if options.recompiledSources.isEmpty, !warningSources.isEmpty {
+      var grader = self
+      grader.options.recompiledSources = warningSources
+      return try grader.grade(selection)
+    }
     defer { status.clear() }
     var reports: [ChapterReport] = []
     var builds: [BuildResult] = []
@@ -86,6 +102,7 @@ public struct Grader: Sendable {
       root: options.root, source: options.source, chapter: chapter,
       scratchPath: options.scratchPath, extraArguments: options.extraBuildArguments)
     request.skippedFiles = skipped
+    request.recompiledSources = options.recompiledSources
     return request
   }
 
@@ -128,6 +145,7 @@ public struct Grader: Sendable {
         exercises: [])
     } else if let last, last.succeeded, let product = last.testProduct {
       report = try run(chapter, remaining, product: product, skipping: plan.skippedFiles)
+      report = failingOnWarnings(chapter, report, builds: builds)
     } else if let last {
       report = CompileFailure.report(
         chapter: chapter, exercises: remaining, build: last, root: options.root,
@@ -213,6 +231,7 @@ public struct Grader: Sendable {
     var report: ChapterReport
     if build.succeeded, let product = build.testProduct {
       report = try run(chapter, present, product: product, skipping: skipped)
+      report = failingOnWarnings(chapter, report, builds: [build])
     } else {
       report = CompileFailure.readOnce(
         chapter: chapter, exercises: present, build: build, root: options.root,
@@ -318,6 +337,44 @@ public struct Grader: Sendable {
     grade.details.insert(contentsOf: ForbiddenConstructScanner.details(uses, file: file), at: 0)
     if grade.verdict != .crashed && grade.verdict != .neverResumed { grade.verdict = .failed }
     return grade
+  }
+
+  /// `report`, with every exercise whose file compiled with a warning failed, when its
+  /// chapter says so: the lesson is a file that compiles cleanly in the Swift 6 mode, and a
+  /// warning there is an error the next language mode or a stricter setting will make. A
+  /// crash or a hang keeps its verdict, with the warnings named under it.
+  func failingOnWarnings(
+    _ chapter: Chapter, _ report: ChapterReport, builds: [BuildResult]
+  ) -> ChapterReport {
+    guard chapter.warningsFail == true else { return report }
+    let context = CompileFailure.relativizer(root: options.root, source: options.source)
+    var seen: Set<String> = []
+    let warnings = builds.flatMap(\.diagnostics).filter { warning in
+      warning.severity == .warning
+        && seen.insert("\(warning.path):\(warning.line):\(warning.column):\(warning.message)")
+          .inserted
+    }
+    var report = report
+    for index in report.exercises.indices {
+      let file = report.exercises[index].file
+      let own = warnings.filter { context.relative($0.path) == file }
+      guard !own.isEmpty else { continue }
+      var lines = [
+        "\(file) compiles with \(own.count == 1 ? "a warning" : "\(own.count) warnings"); "
+          + "this chapter's answers must compile without one in the Swift 6 mode:"
+      ]
+      for warning in own.prefix(CompileFailure.errorsShown) {
+        lines.append(contentsOf: warning.rendered(relativePath: file))
+      }
+      if own.count > CompileFailure.errorsShown {
+        lines.append("(and \(own.count - CompileFailure.errorsShown) more)")
+      }
+      lines.append(contentsOf: CompileFailure.diagnosticGroups.explanations(of: own))
+      report.exercises[index].details.insert(contentsOf: lines, at: 0)
+      let verdict = report.exercises[index].verdict
+      if verdict != .crashed && verdict != .neverResumed { report.exercises[index].verdict = .failed }
+    }
+    return report
   }
 
   func context(_ chapter: Chapter, _ exercise: Exercise) -> GradingContext {

@@ -43,10 +43,13 @@ public struct Chapter: Codable, Sendable, Equatable {
   /// Constructs that learner files of this chapter may not use (an exercise whose file uses
   /// one grades "failed"); absent for most chapters.
   public var forbidden: [ForbiddenConstruct]?
+  /// True when an answer that compiles with a warning in its own file fails (Chapter 10,
+  /// whose lesson is compiling cleanly in the Swift 6 mode); absent for most chapters.
+  public var warningsFail: Bool?
 
   public init(
     number: Int, folder: String, module: String, title: String, doc: String? = nil,
-    exercises: [Exercise], forbidden: [ForbiddenConstruct]? = nil
+    exercises: [Exercise], forbidden: [ForbiddenConstruct]? = nil, warningsFail: Bool? = nil
   ) {
     self.number = number
     self.folder = folder
@@ -55,6 +58,7 @@ public struct Chapter: Codable, Sendable, Equatable {
     self.doc = doc
     self.exercises = exercises
     self.forbidden = forbidden
+    self.warningsFail = warningsFail
   }
 
   /// The test target's name, which is also the first component of every test id.

@@ -65,6 +65,16 @@ enum StaleObjects {
     return Known(size: size, modified: modified, digest: digest)
   }
 
+  /// Before a build: deletes the objects of `sources` (absolute paths), so that the build
+  /// compiles them again and prints their warnings.
+  static func removeObjects(of sources: [String], scratch: URL) {
+    guard !sources.isEmpty else { return }
+    let objects = objects(scratch: scratch)
+    for source in sources {
+      if let object = objects[source] { try? FileManager.default.removeItem(atPath: object) }
+    }
+  }
+
   /// Before a build: deletes the object of every source whose content changed since the
   /// last successful build. Returns the sources concerned.
   @discardableResult
