@@ -372,7 +372,9 @@ public struct Grader: Sendable {
       lines.append(contentsOf: CompileFailure.diagnosticGroups.explanations(of: own))
       report.exercises[index].details.insert(contentsOf: lines, at: 0)
       let verdict = report.exercises[index].verdict
-      if verdict != .crashed && verdict != .neverResumed { report.exercises[index].verdict = .failed }
+      if verdict != .crashed && verdict != .neverResumed {
+        report.exercises[index].verdict = .failed
+      }
     }
     return report
   }
