@@ -28,24 +28,34 @@ struct SharedStateTests {
   func countsFromManyThreads() async throws {
     let before = renderedThumbnailCount
     let threads = 8
-    let each = 5_000
+    // Each thread counts for a while rather than a fixed number of times: on a busy
+    // machine a short loop runs whole within one time slice and meets no other thread.
+    let budget = stressAmount(grading: Duration.milliseconds(300), verify: .seconds(1))
+    let counts = Locked(0)
     await onThreads(threads) {
-      for _ in 0..<each { countRenderedThumbnail() }
+      let clock = ContinuousClock()
+      let end = clock.now.advanced(by: budget)
+      var mine = 0
+      while clock.now < end {
+        for _ in 0..<100 { countRenderedThumbnail() }
+        mine += 100
+      }
+      counts.withLock { $0 += mine }
     }
+    let expected = counts.value
     let counted = renderedThumbnailCount - before
     // Too few: lost, or only late? A count that is made later catches up in a moment.
     let caughtUp =
-      counted < threads * each
-      ? await eventually(within: .seconds(1)) {
-        renderedThumbnailCount - before >= threads * each
-      } : false
+      counted < expected
+      ? await eventually(within: .seconds(1)) { renderedThumbnailCount - before >= expected }
+      : false
 
     #expect(
-      counted == threads * each,
+      counted == expected,
       Comment(
-        rawValue: "\(threads) threads counted \(each) thumbnails each, and the count grew by "
-          + "\(counted), not \(threads * each), by the time they had returned: "
-          + (counted > threads * each
+        rawValue: "\(threads) threads counted \(expected) thumbnails at the same time, and the "
+          + "count grew by \(counted) by the time they had returned: "
+          + (counted > expected
             ? "some were counted twice"
             : caughtUp
               ? "the rest came later. \(Self.lateHint)"

@@ -18,6 +18,11 @@ public struct BuildRequest: Sendable {
   /// Sources (absolute paths) to compile again whatever changed, so that their warnings are
   /// printed: their objects are deleted before the build.
   public var recompiledSources: [String] = []
+  /// The chapter modules' language mode, when not the package's Swift 6: 5 builds them as
+  /// legacy code (`WORKBOOK_LANGUAGE_MODE`), which Chapter 10's starters must compile as.
+  public var languageMode: Int?
+  /// Only this target, without the tests (`swift build --target`), when set.
+  public var target: String?
 
   public init(
     root: URL, source: SourceTree, chapter: Int?, scratchPath: String,
@@ -39,6 +44,7 @@ public struct BuildRequest: Sendable {
       "WORKBOOK_SOURCE": source == .solutions ? "solutions" : nil,
       "WORKBOOK_TESTS_ONLY": source == .learner ? "1" : nil,
       "WORKBOOK_CHAPTER": chapter.map(String.init),
+      "WORKBOOK_LANGUAGE_MODE": languageMode.map(String.init),
       "WORKBOOK_SKIP_FILES": skippedFiles.isEmpty
         ? nil : skippedFiles.sorted().joined(separator: ","),
     ]
@@ -113,10 +119,9 @@ public enum BuildStep {
       throw .failure("cannot find `swift` on PATH")
     }
     let arguments =
-      [
-        "build", "--build-tests", "--package-path", request.root.path,
-        "--scratch-path", request.scratchURL.path,
-      ] + request.extraArguments
+      ["build"] + (request.target.map { ["--target", $0] } ?? ["--build-tests"])
+      + ["--package-path", request.root.path, "--scratch-path", request.scratchURL.path]
+      + request.extraArguments
     // The driver can miss a changed file and link an old object (see StaleObjects).
     if request.usesDefaultDestination {
       StaleObjects.removeObjectsOfChangedSources(scratch: request.scratchURL)
@@ -134,7 +139,8 @@ public enum BuildStep {
     var result = BuildResult(
       succeeded: outcome.succeeded, output: output,
       diagnostics: DiagnosticsParser.parse(output), testProduct: nil)
-    guard outcome.succeeded else { return result }
+    // A build of one target has no test product to find.
+    guard outcome.succeeded, request.target == nil else { return result }
 
     // SwiftPM links `<scratch>/debug` to the folder of a default debug build (for example
     // `x86_64-unknown-linux-gnu/debug`); asking it with `--show-bin-path` would cost a

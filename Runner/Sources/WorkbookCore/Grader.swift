@@ -323,7 +323,8 @@ public struct Grader: Sendable {
 
   /// `grade`, failed if the exercise's file uses a construct its chapter forbids: passing
   /// tests do not count when the compiler's checks were switched off to get there. A crash
-  /// or a hang keeps its verdict, with the construct named under it.
+  /// or a hang becomes "failed" too, named under the construct: the race the construct hid
+  /// crashes on some runs and not on others, and the verdict must not depend on luck.
   func forbidding(_ chapter: Chapter, _ exercise: Exercise, _ grade: Grade) -> Grade {
     guard let forbidden = chapter.forbidden, !forbidden.isEmpty else { return grade }
     let file = chapter.sourcePath(exercise, source: options.source)
@@ -335,7 +336,7 @@ public struct Grader: Sendable {
     guard !uses.isEmpty else { return grade }
     var grade = grade
     grade.details.insert(contentsOf: ForbiddenConstructScanner.details(uses, file: file), at: 0)
-    if grade.verdict != .crashed && grade.verdict != .neverResumed { grade.verdict = .failed }
+    grade.verdict = .failed
     return grade
   }
 

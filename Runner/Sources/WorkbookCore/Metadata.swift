@@ -89,11 +89,15 @@ public struct Exercise: Codable, Sendable, Equatable {
   public var alternatives: [Alternative]
   /// True for a chapter's challenge: realistic legacy code, the task without steps.
   public var challenge: Bool
+  /// The diagnostic groups (`MutableGlobalVariable`) the starter's errors must show, for a
+  /// starter whose compile error is the lesson (Chapter 10); `workbook verify` checks them.
+  public var starterGroups: [String]
 
   public init(
     id: String, name: String, file: String, suite: String, starterVerdict: String = "not started",
     starterDigest: String = "", hints: [String] = [], tests: String? = nil,
-    mistakes: [Mistake] = [], alternatives: [Alternative] = [], challenge: Bool = false
+    mistakes: [Mistake] = [], alternatives: [Alternative] = [], challenge: Bool = false,
+    starterGroups: [String] = []
   ) {
     self.id = id
     self.name = name
@@ -106,11 +110,12 @@ public struct Exercise: Codable, Sendable, Equatable {
     self.mistakes = mistakes
     self.alternatives = alternatives
     self.challenge = challenge
+    self.starterGroups = starterGroups
   }
 
   enum CodingKeys: String, CodingKey {
     case id, name, file, suite, starterVerdict, starterDigest, hints, tests, mistakes
-    case alternatives, challenge
+    case alternatives, challenge, starterGroups
   }
 
   public init(from decoder: any Decoder) throws {
@@ -126,6 +131,7 @@ public struct Exercise: Codable, Sendable, Equatable {
     mistakes = try container.decodeIfPresent([Mistake].self, forKey: .mistakes) ?? []
     alternatives = try container.decodeIfPresent([Alternative].self, forKey: .alternatives) ?? []
     challenge = try container.decodeIfPresent(Bool.self, forKey: .challenge) ?? false
+    starterGroups = try container.decodeIfPresent([String].self, forKey: .starterGroups) ?? []
   }
 
   /// The test file name: `tests` if given, else `<file stem>Tests.swift`.

@@ -10,12 +10,14 @@ import Foundation
 ///   exercise's suite passes against its solution (1 per exercise);
 /// - starters, as shipped: each starter (the file in Chapters/ if it is untouched,
 ///   otherwise the one committed at HEAD, so a learner's work in progress never counts)
-///   matches `starterDigest` and grading it yields exactly `starterVerdict` (1 per
-///   exercise; see ``CommittedStarters``);
+///   matches `starterDigest` and grading it yields exactly `starterVerdict`, with the
+///   diagnostic groups of `starterGroups` among its errors (1 per exercise; see
+///   ``CommittedStarters``); a chapter whose starters list groups also builds them in the
+///   Swift 5 language mode, which they must compile in (1 per such chapter);
 /// - mistakes and alternatives: each mistake gets its verdict with its phrase, each
 ///   alternative passes (1 per variant; see ``MistakeChecker``).
 ///
-/// So N + M = 2 + 3 × exercises + variants. The last line is `verify: N passed, M failed`.
+/// So N + M = 2 + 3 × exercises + variants (+ 1 per chapter of legacy starters). The last line is `verify: N passed, M failed`.
 public struct Verifier: Sendable {
   public var root: URL
   public var chapterNumber: Int?
@@ -175,10 +177,27 @@ public struct Verifier: Sendable {
           problems.append(
             "graded \"\(report.verdict.rawValue)\", expected \"\(exercise.starterVerdict)\"")
           problems.append(contentsOf: report.details.map { "  " + $0 })
+        } else if let report = reports[exercise.id] {
+          let shown = report.details.joined(separator: "\n")
+          let missing = exercise.starterGroups.filter { !shown.contains("[#\($0)]") }
+          if !missing.isEmpty {
+            problems.append(
+              "its errors do not show "
+                + missing.map { "[#\($0)]" }.joined(separator: ", ") + ":")
+            problems.append(contentsOf: report.details.map { "  " + $0 })
+          }
         }
+        let groups =
+          exercise.starterGroups.isEmpty
+          ? "" : " with " + exercise.starterGroups.map { "[#\($0)]" }.joined(separator: ", ")
         record(
-          CheckResult("\(exercise.id) starter grades \"\(exercise.starterVerdict)\"", problems))
+          CheckResult(
+            "\(exercise.id) starter grades \"\(exercise.starterVerdict)\"\(groups)", problems))
       }
+    }
+    // Legacy code that stops compiling in Swift 6 must be code that compiled before.
+    for chapter in chapters where chapter.exercises.contains(where: { !$0.starterGroups.isEmpty }) {
+      record(try startersBuildInSwift5(chapter, root: starterRoot))
     }
 
     print(
@@ -190,6 +209,31 @@ public struct Verifier: Sendable {
       print(terminal.paint("        (none listed in workbook.json)", .dim))
     }
     return (passed, failed)
+  }
+
+  /// The check that `chapter`'s starters (in `root`'s Chapters/) build in the Swift 5
+  /// language mode, as the legacy code they are did before its module moved to Swift 6.
+  func startersBuildInSwift5(_ chapter: Chapter, root: URL) throws(WorkbookError) -> CheckResult {
+    var request = BuildRequest(
+      root: root, source: .learner, chapter: chapter.number, scratchPath: ".build-swift5")
+    request.languageMode = 5
+    // The chapter's module only: its tests are Swift 6 code written against the answers.
+    request.target = chapter.module
+    status.show("verify: building chapter \(chapter.number)'s starters in the Swift 5 mode…")
+    let build = try BuildStep.run(request) { step in
+      status.show(
+        "verify: building chapter \(chapter.number)'s starters in the Swift 5 mode… \(step)")
+    }
+    var problems: [String] = []
+    if !build.succeeded {
+      let errors = build.diagnostics.filter { $0.severity == .error }
+      problems.append("the build failed")
+      for error in errors.prefix(10) {
+        problems.append(contentsOf: error.rendered(relativePath: relative(error.path)))
+      }
+    }
+    return CheckResult(
+      "chapter \(chapter.number)'s starters build in the Swift 5 language mode", problems)
   }
 
   /// A check as printed: `  ok    name`, or `  FAIL  name` with its problems under it.
