@@ -20,6 +20,9 @@ this (marker lines never reach the docs, and the region is dedented):
     // listing: show            ... until this line
     // listing: compile-with F.swift   typecheck this file together with F.swift, from the
                                        same folder (the tutorial's steps share one SDK file)
+    // listing: legacy-groups G …      legacy code (Chapter 10): it must compile in the Swift 5
+                                       mode, and fail in the Swift 6 mode with an error of each
+                                       diagnostic group named ([#Group])
 
 The DocC tutorial's code files are whole-file copies: docs/Listings/Tutorials/NAME.swift
 becomes docs/Workbook.docc/Resources/NAME.swift (markers removed, hidden lines hidden).
@@ -77,6 +80,9 @@ class Source:
     whole: list[str] = field(default_factory=list)
     regions: dict[str, list[str]] = field(default_factory=dict)
     companions: list[Path] = field(default_factory=list)
+    # The diagnostic groups a legacy listing's Swift 6 errors must show; None for a listing
+    # that must compile in Swift 6.
+    legacy_groups: list[str] | None = None
 
     @staticmethod
     def parse(path: Path) -> "Source":
@@ -115,6 +121,10 @@ class Source:
                         f"{where}: compile-with needs another file in {rel(path.parent)}/, not '{rest}'"
                     )
                 source.companions.append(companion)
+            elif word == "legacy-groups":
+                if not rest:
+                    raise ListingError(f"{where}: name the groups its Swift 6 errors show, e.g. '// listing: legacy-groups MutableGlobalVariable'")
+                source.legacy_groups = rest.split()
             elif word == "show":
                 if not hidden:
                     raise ListingError(f"{where}: '// listing: show' without a hide or elide")
@@ -375,14 +385,39 @@ def typecheck() -> int:
             command += ["-F", f"{platform}/Developer/Library/Frameworks"]
 
     try:
-        companions = {path: Source.parse(path).companions for path in files}
+        parsed = {path: Source.parse(path) for path in files}
+        companions = {path: parsed[path].companions for path in files}
     except ListingError as error:
         print(f"listings: error: {error}", file=sys.stderr)
         return 1
 
     def compile_one(path: Path) -> tuple[Path, subprocess.CompletedProcess[str]]:
         inputs = [str(path)] + [str(other) for other in companions[path]]
-        done = subprocess.run(command + includes + inputs, capture_output=True, text=True, cwd=ROOT)
+        groups = parsed[path].legacy_groups
+        if groups is None:
+            done = subprocess.run(command + includes + inputs, capture_output=True, text=True, cwd=ROOT)
+            return path, done
+        # Legacy code: it compiled before Swift 6, and Swift 6 rejects it for the reasons named.
+        # As a module's file, not a script: a script's globals belong to the main actor.
+        swift5 = [word if word != "6" else "5" for word in command] + ["-parse-as-library"]
+        done = subprocess.run(swift5 + includes + inputs, capture_output=True, text=True, cwd=ROOT)
+        if done.returncode != 0:
+            done.stdout = f"{rel(path)}: a legacy listing must compile in the Swift 5 mode:\n" + done.stdout
+            return path, done
+        # Past type checking too: errors about values that cross between tasks and actors
+        # (region-based isolation) come from the SIL stage that -typecheck skips.
+        six = [word if word != "-typecheck" else "-emit-sil" for word in command if word != "-warnings-as-errors"]
+        six += ["-parse-as-library", "-o", os.devnull]
+        done = subprocess.run(six + includes + inputs, capture_output=True, text=True, cwd=ROOT)
+        output = done.stdout + done.stderr
+        missing = [group for group in groups if f"[#{group}]" not in output]
+        if done.returncode == 0 or missing:
+            shown = ", ".join(f"[#{group}]" for group in missing) or "an error"
+            done.returncode = 1
+            done.stdout = f"{rel(path)}: a legacy listing must fail in the Swift 6 mode with {shown}:\n" + output
+            done.stderr = ""
+        else:
+            done.returncode = 0
         return path, done
 
     started = time.monotonic()
