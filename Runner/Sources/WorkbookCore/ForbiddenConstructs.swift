@@ -23,15 +23,28 @@ public enum ForbiddenConstructScanner {
     public var line: Int
   }
 
-  /// Every use of `constructs` in `source`, in order of line.
-  public static func uses(of constructs: [ForbiddenConstruct], in source: String) -> [Use] {
+  /// Every use of `constructs` in `source`, in order of line, except those inside a use of
+  /// one of `allowed` (an exercise that allows `@preconcurrency import` where its chapter
+  /// forbids `@preconcurrency`).
+  public static func uses(
+    of constructs: [ForbiddenConstruct], in source: String, allowing allowed: [String] = []
+  ) -> [Use] {
     let code = codeOnly(source)
     let range = NSRange(code.startIndex..., in: code)
+    let allowedRanges = allowed.flatMap { construct -> [NSRange] in
+      guard let pattern = try? NSRegularExpression(pattern: pattern(for: construct)) else {
+        return []
+      }
+      return pattern.matches(in: code, range: range).map(\.range)
+    }
     var uses: [Use] = []
     for construct in constructs {
       guard let pattern = try? NSRegularExpression(pattern: pattern(for: construct.construct))
       else { continue }
       for match in pattern.matches(in: code, range: range) {
+        if allowedRanges.contains(where: { NSIntersectionRange($0, match.range) == match.range }) {
+          continue
+        }
         guard let found = Range(match.range, in: code) else { continue }
         let line = code[..<found.lowerBound].reduce(1) { $1 == "\n" ? $0 + 1 : $0 }
         uses.append(Use(construct: construct, line: line))

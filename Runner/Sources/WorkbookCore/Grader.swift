@@ -332,7 +332,8 @@ public struct Grader: Sendable {
       let source = try? String(
         contentsOf: options.root.appendingPathComponent(file), encoding: .utf8)
     else { return grade }
-    let uses = ForbiddenConstructScanner.uses(of: forbidden, in: source)
+    let uses = ForbiddenConstructScanner.uses(
+      of: forbidden, in: source, allowing: exercise.allowed)
     guard !uses.isEmpty else { return grade }
     var grade = grade
     grade.details.insert(contentsOf: ForbiddenConstructScanner.details(uses, file: file), at: 0)

@@ -92,12 +92,16 @@ public struct Exercise: Codable, Sendable, Equatable {
   /// The diagnostic groups (`MutableGlobalVariable`) the starter's errors must show, for a
   /// starter whose compile error is the lesson (Chapter 10); `workbook verify` checks them.
   public var starterGroups: [String]
+  /// Constructs this exercise allows although its chapter forbids a wider one: 10.5 allows
+  /// `@preconcurrency import` of a library that is safe in fact, not `@preconcurrency` on a
+  /// conformance.
+  public var allowed: [String]
 
   public init(
     id: String, name: String, file: String, suite: String, starterVerdict: String = "not started",
     starterDigest: String = "", hints: [String] = [], tests: String? = nil,
     mistakes: [Mistake] = [], alternatives: [Alternative] = [], challenge: Bool = false,
-    starterGroups: [String] = []
+    starterGroups: [String] = [], allowed: [String] = []
   ) {
     self.id = id
     self.name = name
@@ -111,11 +115,12 @@ public struct Exercise: Codable, Sendable, Equatable {
     self.alternatives = alternatives
     self.challenge = challenge
     self.starterGroups = starterGroups
+    self.allowed = allowed
   }
 
   enum CodingKeys: String, CodingKey {
     case id, name, file, suite, starterVerdict, starterDigest, hints, tests, mistakes
-    case alternatives, challenge, starterGroups
+    case alternatives, challenge, starterGroups, allowed
   }
 
   public init(from decoder: any Decoder) throws {
@@ -132,6 +137,7 @@ public struct Exercise: Codable, Sendable, Equatable {
     alternatives = try container.decodeIfPresent([Alternative].self, forKey: .alternatives) ?? []
     challenge = try container.decodeIfPresent(Bool.self, forKey: .challenge) ?? false
     starterGroups = try container.decodeIfPresent([String].self, forKey: .starterGroups) ?? []
+    allowed = try container.decodeIfPresent([String].self, forKey: .allowed) ?? []
   }
 
   /// The test file name: `tests` if given, else `<file stem>Tests.swift`.

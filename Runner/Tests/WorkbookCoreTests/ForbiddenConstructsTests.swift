@@ -26,6 +26,19 @@ import Testing
     #expect(uses.map(\.construct.construct) == ["@unchecked Sendable", "nonisolated(unsafe)"])
   }
 
+  @Test func anAllowedNarrowerConstructIsNotAUse() {
+    let preconcurrency = [ForbiddenConstruct(construct: "@preconcurrency", why: "it hides")]
+    let source = """
+      @preconcurrency  import LegacyKit
+
+      extension Model: @preconcurrency PickerDelegate {}
+      """
+    let allowed = ForbiddenConstructScanner.uses(
+      of: preconcurrency, in: source, allowing: ["@preconcurrency import"])
+    #expect(allowed.map(\.line) == [3], "the import is allowed, the conformance is not")
+    #expect(ForbiddenConstructScanner.uses(of: preconcurrency, in: source).map(\.line) == [1, 3])
+  }
+
   @Test(arguments: [
     "final class Box: @unchecked  Sendable {}",
     "final class Box: @unchecked\n  Sendable {}",
