@@ -21,8 +21,8 @@ public struct BuildRequest: Sendable {
   /// The chapter modules' language mode, when not the package's Swift 6: 5 builds them as
   /// legacy code (`WORKBOOK_LANGUAGE_MODE`), which Chapter 10's starters must compile as.
   public var languageMode: Int?
-  /// Only this target, without the tests (`swift build --target`), when set.
-  public var target: String?
+  /// False: the modules only, not the test targets (no `--build-tests`).
+  public var buildsTests = true
 
   public init(
     root: URL, source: SourceTree, chapter: Int?, scratchPath: String,
@@ -119,7 +119,7 @@ public enum BuildStep {
       throw .failure("cannot find `swift` on PATH")
     }
     let arguments =
-      ["build"] + (request.target.map { ["--target", $0] } ?? ["--build-tests"])
+      ["build"] + (request.buildsTests ? ["--build-tests"] : [])
       + ["--package-path", request.root.path, "--scratch-path", request.scratchURL.path]
       + request.extraArguments
     // The driver can miss a changed file and link an old object (see StaleObjects).
@@ -139,8 +139,8 @@ public enum BuildStep {
     var result = BuildResult(
       succeeded: outcome.succeeded, output: output,
       diagnostics: DiagnosticsParser.parse(output), testProduct: nil)
-    // A build of one target has no test product to find.
-    guard outcome.succeeded, request.target == nil else { return result }
+    // A build without the tests has no test product to find.
+    guard outcome.succeeded, request.buildsTests else { return result }
 
     // SwiftPM links `<scratch>/debug` to the folder of a default debug build (for example
     // `x86_64-unknown-linux-gnu/debug`); asking it with `--show-bin-path` would cost a
