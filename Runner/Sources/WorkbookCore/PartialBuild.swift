@@ -145,7 +145,14 @@ public struct PartialBuild: Sendable {
       // the exercises left out since.
       // Removing files can only take declarations away, so after the first build an
       // exercise that compiled before and fails now uses code of the ones left out.
-      if failedBuilds > 0, !leftBefore.isEmpty {
+      // Except errors of the compiler's later pass (values that cross between tasks and
+      // actors): Swift reports them only once no file compiled with this one has a
+      // type-checking error, so a file that has them was broken all along.
+      let laterPass = entry.errors.contains { error in
+        !DiagnosticGroups.laterStageGroups.isDisjoint(
+          with: DiagnosticGroups.groups(in: error.message))
+      }
+      if failedBuilds > 0, !leftBefore.isEmpty, !laterPass {
         let named = needs(entry.errors, from: leftBefore)
         leftOut.append(
           (id, .needs(named.isEmpty ? leftBefore.map { LeftOut.Need(exercise: $0) } : named)))
