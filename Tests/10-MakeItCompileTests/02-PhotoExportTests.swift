@@ -1,0 +1,543 @@
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+import WorkbookTesting
+
+@testable import MakeItCompile
+
+/// The contract of the photo export: each path, what callers see, and the test that checks
+/// it (— where a column does not apply, and why). The compile check (Swift 6 mode, no
+/// warning, no escape hatch) is the runner's; these tests check that the fix kept the
+/// feature working, from several threads at once.
+///
+/// | path | photos | progress | options | thread, isolation |
+/// | --- | --- | --- | --- | --- |
+/// | `exportPhotos(_:options:pipeline:progress:completion:)` | every one, in order, once: `callbackExportReturnsEveryPhoto` | each counted once by the completion: `callbackExportReturnsEveryPhoto` | those it was given: `callbackExportReturnsEveryPhoto` | completion on a background queue: `callbackExportReturnsEveryPhoto`; pipeline off the main actor: `mainActorStaysResponsive` |
+/// | `exportPhotos(_:options:pipeline:progress:) async` | every one, in order: `asyncExportReturnsEveryPhoto` | each counted once by the return: `asyncExportReturnsEveryPhoto` | those it was given: `asyncExportReturnsEveryPhoto` | off the caller's actor (called from the main actor): `mainActorStaysResponsive` |
+/// | `PhotoExportModel.startExport(_:)` | in `exported` when its task ends: `modelSetsProgressAndPhotos` | `progress` set before it returns, complete at the end: `modelSetsProgressAndPhotos` | as they were when it started, whatever the sheet edits meanwhile: `sheetEditsDoNotReachARunningExport`; the next export uses the edits: `sheetEditsDoNotReachARunningExport` | returns at once, the main actor keeps running jobs while the pipeline works: `mainActorStaysResponsive` |
+/// | several exports at once, both APIs, one pipeline | each its own photos, none lost: `manyExportsAtOnce` | each its own, none lost or doubled, never going back, read meanwhile from another thread: `manyExportsAtOnce` | — each export's own, as above | completion called once each: `manyExportsAtOnce` (a second call after the test has ended would go unseen: nothing in the fix adds one) |
+/// | no photos | none, and the completion still comes: `emptyExport` | done (1.0): `emptyExport` | — | — |
+/// | several photos at a time | — the number of threads the pipeline gets depends on the machine's cores, so no test asks for it; every test runs photos from several threads whenever the machine has them | | | |
+@Suite("10.2 Captures across threads", .serialized)
+@MainActor
+struct PhotoExportTests {
+  @Test("The callback export hands back every photo, in order, and counts each one")
+  func callbackExportReturnsEveryPhoto() async throws {
+    let photos = makePhotos(200)
+    let options = PhotoExportOptions(maxSide: 3, watermark: "©Ana")
+    let pipeline = ExportTestPipeline().make()
+    let progress = PhotoExportProgress(total: photos.count)
+    let (exported, counted, onMain) = try await withDeadline(
+      .seconds(5), "exportPhotos(_:options:pipeline:progress:completion:)",
+      hint: "the export's completion was never called: every photo's block must finish, and "
+        + "the group's notify must then call it once"
+    ) {
+      await withCheckedContinuation { continuation in
+        exportPhotos(photos, options: options, pipeline: pipeline, progress: progress) {
+          exported in
+          continuation.resume(returning: (exported, progress.exported, isOnTheMainQueue()))
+        }
+      }
+    }
+
+    checkPhotos(exported, photos, options, "the callback export")
+    checkCounted(counted, photos, "the callback export's completion was called")
+    #expect(
+      !onMain,
+      Comment(
+        rawValue: "the callback export called its completion on the main queue: it must call it "
+          + "on a background queue, as it promises"))
+  }
+
+  @Test("The async export returns every photo, in order, and counts each one")
+  func asyncExportReturnsEveryPhoto() async throws {
+    let photos = makePhotos(200)
+    let options = PhotoExportOptions(maxSide: 2, watermark: nil)
+    let pipeline = ExportTestPipeline().make()
+    let progress = PhotoExportProgress(total: photos.count)
+    let (exported, counted) = try await withDeadline(
+      .seconds(5), "exportPhotos(_:options:pipeline:progress:) async"
+    ) {
+      let exported = await exportPhotos(
+        photos, options: options, pipeline: pipeline, progress: progress)
+      return (exported, progress.exported)
+    }
+
+    checkPhotos(exported, photos, options, "the async export")
+    checkCounted(counted, photos, "the async export returned")
+  }
+
+  @Test("The model sets its progress at once, and its photos when the export ends")
+  func modelSetsProgressAndPhotos() async throws {
+    let photos = makePhotos(60)
+    let options = PhotoExportOptions(maxSide: 4, watermark: "Ana")
+    let model = PhotoExportModel(options: options, pipeline: ExportTestPipeline().make())
+
+    let task = model.startExport(photos)
+    #expect(
+      model.progress?.total == photos.count,
+      Comment(
+        rawValue: "startExport(_:) must set progress, for all \(photos.count) photos, before it "
+          + "returns: the screen draws its bar from it at once"))
+    try await withDeadline(.seconds(5), "the task startExport(_:) returned") {
+      await task.value
+    }
+
+    checkPhotos(model.exported, photos, options, "the model's export (its exported property)")
+    checkCounted(
+      model.progress?.exported ?? [], photos,
+      "the model's export ended (in the model's progress property)")
+  }
+
+  @Test("Edits made on the sheet while an export runs do not reach it; the next one uses them")
+  func sheetEditsDoNotReachARunningExport() async throws {
+    let photos = makePhotos(40)
+    // Made twice, so that the expectations cannot change with the model's options.
+    let before = PhotoExportOptions(maxSide: 5, watermark: "before")
+    let gated = ExportTestPipeline(gated: true)
+    let model = PhotoExportModel(
+      options: PhotoExportOptions(maxSide: 5, watermark: "before"), pipeline: gated.make())
+
+    let task = model.startExport(photos)
+    // The sheet edits the options in place, right after the export started and before the
+    // pipeline has looked at any photo (it waits for the gate).
+    model.options.maxSide = 1
+    model.options.watermark = "edited"
+    gated.openGate()
+    try await withDeadline(.seconds(5), "the task startExport(_:) returned") {
+      await task.value
+    }
+
+    let edited = model.exported.filter { $0 != export($0.name, photos, before) }
+    if !edited.isEmpty {
+      Issue.record(
+        Comment(
+          rawValue: "\(edited.count) of \(photos.count) photos were exported with the options "
+            + "the sheet set after the export had started (the first: \(edited[0].name)): an "
+            + "export must keep the options as they were when it started. An options object "
+            + "that the model and the running export share (a class, even a safe one with its "
+            + "settings in a Mutex), or options read from the model once the task runs, let "
+            + "the sheet's edits reach it halfway; give the export its own copy when it starts"))
+    } else {
+      checkPhotos(model.exported, photos, before, "the model's export")
+    }
+
+    // The model is used again: the next export sees the edits.
+    let after = PhotoExportOptions(maxSide: 1, watermark: "edited")
+    let again = model.startExport(photos)
+    try await withDeadline(.seconds(5), "the task of a second startExport(_:)") {
+      await again.value
+    }
+    checkPhotos(model.exported, photos, after, "a second export, after the sheet's edits,")
+  }
+
+  @Test("The main actor keeps running jobs while the pipeline exports photos")
+  func mainActorStaysResponsive() async throws {
+    let photos = makePhotos(20)
+    let options = PhotoExportOptions(maxSide: 3, watermark: "beat")
+
+    // Every call is made from the main actor (this suite's isolation), as the app makes it.
+    // No pool check here: its watchdog watches the main actor too, and would stop the test
+    // before the pipeline's heartbeat could say what froze it.
+    let callback = ExportTestPipeline(checksHeartbeat: true)
+    let progress = PhotoExportProgress(total: photos.count)
+    let pipeline = callback.make()
+    let fromCallback = try await withDeadline(
+      .seconds(10), "exportPhotos(_:options:pipeline:progress:completion:)", checksPool: false
+    ) {
+      await withCheckedContinuation { continuation in
+        exportPhotos(photos, options: options, pipeline: pipeline, progress: progress) {
+          continuation.resume(returning: $0)
+        }
+      }
+    }
+    checkPhotos(fromCallback, photos, options, "the callback export")
+    checkHeartbeat(callback, "the callback export (exportPhotos(…, completion:))")
+
+    let asyncPath = ExportTestPipeline(checksHeartbeat: true)
+    let asyncPipeline = asyncPath.make()
+    let fromAsync = try await withDeadline(
+      .seconds(10), "exportPhotos(_:options:pipeline:progress:) async", checksPool: false
+    ) {
+      await exportPhotos(
+        photos, options: options, pipeline: asyncPipeline,
+        progress: PhotoExportProgress(total: photos.count))
+    }
+    checkPhotos(fromAsync, photos, options, "the async export")
+    checkHeartbeat(asyncPath, "the async export (exportPhotos(…) async)")
+
+    let screen = ExportTestPipeline(checksHeartbeat: true)
+    let model = PhotoExportModel(options: options, pipeline: screen.make())
+    let task = model.startExport(photos)
+    try await withDeadline(
+      .seconds(10), "the task startExport(_:) returned", checksPool: false
+    ) {
+      await task.value
+    }
+    checkPhotos(model.exported, photos, options, "the model's export")
+    checkHeartbeat(screen, "the model's startExport(_:)")
+  }
+
+  @Test("Many exports at once, through both APIs and one pipeline: none loses a photo or a count")
+  func manyExportsAtOnce() async throws {
+    let exports = underThreadSanitizer ? 4 : stressAmount(grading: 6, verify: 16)
+    let photosEach = 40
+    let pipeline = ExportTestPipeline().make()
+    let jobs = (0..<exports).map { index in
+      (
+        photos: makePhotos(photosEach, prefix: "batch\(index)"),
+        options: PhotoExportOptions(maxSide: 1 + index % 4, watermark: "w\(index)"),
+        progress: PhotoExportProgress(total: photosEach)
+      )
+    }
+    let completions = Locked([Int](repeating: 0, count: exports))
+    let readerFaults = Locked<[String]>([])
+    let done = Locked(false)
+    let readerDone = Locked(false)
+
+    // The export screen's reads, from a thread of their own, while the exports count.
+    let progresses = jobs.map(\.progress)
+    Thread {
+      var seen = [Int](repeating: 0, count: progresses.count)
+      let started = ContinuousClock.now
+      reading: while !done.value, ContinuousClock.now - started < .seconds(20) {
+        for (index, progress) in progresses.enumerated() {
+          let names = progress.exported
+          let fraction = progress.fractionDone
+          var fault: String?
+          if Set(names).count != names.count {
+            fault = "export \(index)'s progress named a photo twice"
+          } else if names.count < seen[index] {
+            fault = "export \(index)'s progress went back from \(seen[index]) to \(names.count)"
+          } else if names.count > progress.total || fraction > 1 {
+            fault = "export \(index)'s progress counted more photos than it has"
+          }
+          if let fault {
+            readerFaults.withLock { $0.append(fault) }
+            break reading
+          }
+          seen[index] = names.count
+        }
+        sched_yield()
+      }
+      readerDone.withLock { $0 = true }
+    }.start()
+
+    let results = try await withDeadline(
+      .seconds(10), "\(exports) exports at once (half callback, half async)"
+    ) {
+      await withTaskGroup(of: (Int, [ExportedPhoto]).self) { group in
+        for (index, job) in jobs.enumerated() {
+          group.addTask {
+            guard index.isMultiple(of: 2) else {
+              return (
+                index,
+                await exportPhotos(
+                  job.photos, options: job.options, pipeline: pipeline, progress: job.progress)
+              )
+            }
+            let exported = await withCheckedContinuation { continuation in
+              // Started from a queue of its own, as the share extension does.
+              DispatchQueue.global().async {
+                exportPhotos(
+                  job.photos, options: job.options, pipeline: pipeline, progress: job.progress
+                ) { exported in
+                  completions.withLock { $0[index] += 1 }
+                  continuation.resume(returning: exported)
+                }
+              }
+            }
+            return (index, exported)
+          }
+        }
+        var results = [[ExportedPhoto]](repeating: [], count: jobs.count)
+        for await (index, exported) in group { results[index] = exported }
+        return results
+      }
+    }
+    done.withLock { $0 = true }
+    await eventually("the thread reading the progress to finish") { @Sendable in readerDone.value }
+
+    // One issue for all the exports, naming the first that went wrong.
+    let faults = jobs.enumerated().compactMap { index, job in
+      photosFault(results[index], job.photos, job.options, "export \(index) of \(exports)")
+        ?? countFault(job.progress.exported, job.photos, "export \(index) of \(exports) ended")
+    }
+    if let first = faults.first {
+      Issue.record(
+        Comment(rawValue: "\(faults.count) of \(exports) exports went wrong; " + first))
+    }
+    let calls = completions.value.enumerated().filter { $0.offset.isMultiple(of: 2) }
+    #expect(
+      calls.allSatisfy { $0.element == 1 },
+      Comment(
+        rawValue: "each callback export must call its completion once; the calls were "
+          + "\(calls.map(\.element))"))
+    #expect(
+      readerFaults.value.isEmpty,
+      Comment(
+        rawValue: "while the exports ran, the progress read from another thread was wrong: "
+          + (readerFaults.value.first ?? "")
+          + ". Each progress must count each of its photos once, on the thread that exported "
+          + "it, and never lose a count"))
+  }
+
+  @Test("An export of no photos finishes at once, with nothing to show")
+  func emptyExport() async throws {
+    let options = PhotoExportOptions(maxSide: 3)
+    let pipeline = ExportTestPipeline().make()
+    let progress = PhotoExportProgress(total: 0)
+    let fromCallback = try await withDeadline(
+      .seconds(2), "exportPhotos(_:options:pipeline:progress:completion:) with no photos",
+      hint: "with no photos, the group has nothing to wait for, and its notify must still "
+        + "call the completion"
+    ) {
+      await withCheckedContinuation { continuation in
+        exportPhotos([], options: options, pipeline: pipeline, progress: progress) {
+          continuation.resume(returning: $0)
+        }
+      }
+    }
+    let fromAsync = try await withDeadline(.seconds(2), "exportPhotos(_:) async with no photos") {
+      await exportPhotos([], options: options, pipeline: pipeline, progress: progress)
+    }
+
+    #expect(fromCallback.isEmpty)
+    #expect(fromAsync.isEmpty)
+    #expect(progress.exported.isEmpty)
+    #expect(progress.fractionDone == 1, "an export of no photos is done")
+  }
+}
+
+// MARK: - Photos
+
+/// `count` photos, each with a few pixels of its own.
+private func makePhotos(_ count: Int, prefix: String = "photo") -> [PhotoToExport] {
+  (0..<count).map { index in
+    PhotoToExport(
+      name: "\(prefix)-\(index)",
+      pixels: (0..<(3 + index % 5)).map { UInt8(truncatingIfNeeded: index &* 31 &+ $0) })
+  }
+}
+
+/// What the tests' pipeline makes of `photo`: its first `maxSide` pixels, then the
+/// watermark's bytes, so that an exported photo shows the options it was exported with.
+private func exportForTests(
+  _ photo: PhotoToExport, maxSide: Int, watermark: String?
+) -> ExportedPhoto {
+  ExportedPhoto(
+    name: photo.name, bytes: Array(photo.pixels.prefix(maxSide)) + Array((watermark ?? "").utf8))
+}
+
+/// The photo named `name` of `photos` as exported with `options`.
+private func export(
+  _ name: String, _ photos: [PhotoToExport], _ options: PhotoExportOptions
+) -> ExportedPhoto? {
+  photos.first { $0.name == name }.map {
+    exportForTests($0, maxSide: options.maxSide, watermark: options.watermark)
+  }
+}
+
+/// Checks that `exported` holds each of `photos`, once, in their order, exported with
+/// `options`; records an issue that names what went wrong otherwise.
+private func checkPhotos(
+  _ exported: [ExportedPhoto], _ photos: [PhotoToExport], _ options: PhotoExportOptions,
+  _ what: String, sourceLocation: SourceLocation = #_sourceLocation
+) {
+  guard let fault = photosFault(exported, photos, options, what) else { return }
+  Issue.record(Comment(rawValue: fault), sourceLocation: sourceLocation)
+}
+
+/// What is wrong with `exported`, which should hold each of `photos`, once, in their order,
+/// exported with `options`; `nil` when nothing is.
+private func photosFault(
+  _ exported: [ExportedPhoto], _ photos: [PhotoToExport], _ options: PhotoExportOptions,
+  _ what: String
+) -> String? {
+  let expected = photos.map {
+    exportForTests($0, maxSide: options.maxSide, watermark: options.watermark)
+  }
+  guard exported != expected else { return nil }
+  if exported.count != expected.count {
+    return
+      "\(what) handed back \(exported.count) photos, not \(expected.count): photos the "
+      + "workers exported never reached the result. A worker that stores its photo into its "
+      + "own copy (a struct or an array captured by value, then changed in a `var`) changes "
+      + "only that copy, which is thrown away. Store into one place that every worker reaches "
+      + "safely (a Mutex in a Sendable class), or let each task hand its photo back (a task "
+      + "group's results)"
+  } else if exported.map(\.name) != expected.map(\.name) {
+    return
+      "\(what) handed back the photos in another order (\(exported.prefix(3).map(\.name)) …): "
+      + "they must come back in the order of the photos it was given, whichever finished first"
+  } else {
+    let wrong = zip(exported, expected).first { $0 != $1 }!
+    return
+      "\(what) handed back \(wrong.0.name) with the bytes \(wrong.0.bytes), not \(wrong.1.bytes): "
+      + "it was not exported with the options the export was given (maxSide "
+      + "\(options.maxSide), watermark \(options.watermark ?? "none"))"
+  }
+}
+
+/// Checks that `counted` names each of `photos` once; `when` says when it was read.
+private func checkCounted(
+  _ counted: [String], _ photos: [PhotoToExport], _ when: String,
+  sourceLocation: SourceLocation = #_sourceLocation
+) {
+  guard let fault = countFault(counted, photos, when) else { return }
+  Issue.record(Comment(rawValue: fault), sourceLocation: sourceLocation)
+}
+
+/// What is wrong with `counted`, which should name each of `photos` once; `nil` when
+/// nothing is. `when` says when it was read.
+private func countFault(
+  _ counted: [String], _ photos: [PhotoToExport], _ when: String
+)
+  -> String?
+{
+  let expected = photos.map(\.name)
+  guard counted.sorted() != expected.sorted() else { return nil }
+  if Set(counted).count != counted.count {
+    return
+      "by the time \(when), its progress had counted a photo more than once: count each "
+      + "photo once, as soon as it is exported"
+  } else {
+    return
+      "by the time \(when), its progress had counted \(counted.count) of \(expected.count) "
+      + "photos: the missing counts never reached the progress the caller holds. A progress "
+      + "that is a struct is copied into each worker, and each worker counts in its own copy; "
+      + "one that counts in a Task or on an actor counts later than the export ends. Keep one "
+      + "progress object that every worker counts into at once, safely (a Mutex in a "
+      + "Sendable class)"
+  }
+}
+
+// MARK: - The tests' pipeline
+
+/// A pipeline for the tests, and what it saw. It exports each photo with
+/// `exportForTests(_:maxSide:watermark:)`, and can also
+///
+/// - check, before each photo, that the main actor can still run a job (a heartbeat): the
+///   pipeline is slow, and a screen whose main actor waits for it freezes;
+/// - hold each photo, before it looks at the options, until ``openGate()``.
+private final class ExportTestPipeline: Sendable {
+  private struct State {
+    var gateOpen: Bool
+    /// Why the main actor could not answer a heartbeat, the first time it could not.
+    var heartbeatMissed: String?
+  }
+
+  private let state: Mutex<State>
+  private let checksHeartbeat: Bool
+
+  init(checksHeartbeat: Bool = false, gated: Bool = false) {
+    self.checksHeartbeat = checksHeartbeat
+    state = Mutex(State(gateOpen: !gated))
+  }
+
+  /// The pipeline to export with. Made on the main actor, where the app sets it up.
+  @MainActor
+  func make() -> PhotoExportPipeline {
+    PhotoExportPipeline { @Sendable [self] photo, options in
+      beforeEachPhoto()
+      // The options are read only now, after the gate.
+      return exportForTests(photo, maxSide: options.maxSide, watermark: options.watermark)
+    }
+  }
+
+  func openGate() {
+    state.withLock { $0.gateOpen = true }
+  }
+
+  /// Why the main actor missed a heartbeat during a photo; `nil` when it never did.
+  var heartbeatMissed: String? { state.withLock { $0.heartbeatMissed } }
+
+  /// What the pipeline does before it looks at a photo and its options.
+  private func beforeEachPhoto() {
+    if checksHeartbeat, state.withLock({ $0.heartbeatMissed == nil }) {
+      if let missed = Self.heartbeat() {
+        state.withLock { $0.heartbeatMissed = $0.heartbeatMissed ?? missed }
+      }
+    }
+    waitForTheGate()
+  }
+
+  /// Waits until the gate is open, for at most two seconds of time this thread could run;
+  /// then opens it, so that the other photos do not wait too (the test then fails on what
+  /// it checks, without the wait).
+  private func waitForTheGate() {
+    var counted = Duration.zero
+    let started = ContinuousClock.now
+    while !state.withLock({ $0.gateOpen }), counted < .seconds(2),
+      ContinuousClock.now - started < .seconds(10)
+    {
+      let before = ContinuousClock.now
+      usleep(1_000)
+      counted += min(ContinuousClock.now - before, .milliseconds(20))
+    }
+    openGate()
+  }
+
+  /// Asks the main actor to run a small job, and waits for it; returns why it did not run,
+  /// or `nil` when it did.
+  ///
+  /// On the main queue, where the main actor runs its jobs, the answer is known at once: the
+  /// job could run only after this photo, so the main actor is busy with the pipeline.
+  /// Elsewhere the job gets a second of time in which this thread could run (a busy machine
+  /// does not count), far more than an idle main actor takes.
+  private static func heartbeat() -> String? {
+    if isOnTheMainQueue() {
+      return "the pipeline ran on the main actor (on the main queue), so the main actor could "
+        + "run nothing else until the photo was done. Moving the export onto the main actor "
+        + "(@MainActor on the pipeline or the export, a Task or addTask { @MainActor in }, "
+        + "DispatchQueue.main) silences the compiler but freezes the screen; keep only the "
+        + "model's own state on the main actor, run the pipeline off it, and await the photos"
+    }
+    let answered = DispatchSemaphore(value: 0)
+    Task { @MainActor in answered.signal() }
+    var counted = Duration.zero
+    let started = ContinuousClock.now
+    while counted < .seconds(1), ContinuousClock.now - started < .seconds(5) {
+      let before = ContinuousClock.now
+      if answered.wait(timeout: .now() + .milliseconds(10)) == .success { return nil }
+      counted += min(ContinuousClock.now - before, .milliseconds(30))
+    }
+    if answered.wait(timeout: .now()) == .success { return nil }
+    return "the main actor did not run a job for a second while the pipeline exported a "
+      + "photo on another thread: main-actor code was waiting for the export. A blocking wait "
+      + "on the main actor (a semaphore, a dispatch group's wait) holds it for the whole "
+      + "export; return at once, and let the export's task set the photos when they come"
+  }
+}
+
+/// Marks the main queue, on which the main actor runs its jobs (on Linux the thread that
+/// drains it need not be the main thread), so that the pipeline can tell it runs there.
+private let onTheMainQueue = MainQueueMark()
+
+private final class MainQueueMark: Sendable {
+  let key = DispatchSpecificKey<Bool>()
+
+  init() {
+    DispatchQueue.main.setSpecific(key: key, value: true)
+  }
+}
+
+/// True on the main queue, which runs the main actor's jobs.
+private func isOnTheMainQueue() -> Bool {
+  DispatchQueue.getSpecific(key: onTheMainQueue.key) == true
+}
+
+/// Records an issue when the main actor missed a heartbeat while `pipeline` exported.
+private func checkHeartbeat(
+  _ pipeline: ExportTestPipeline, _ path: String,
+  sourceLocation: SourceLocation = #_sourceLocation
+) {
+  guard let missed = pipeline.heartbeatMissed else { return }
+  Issue.record(
+    Comment(
+      rawValue: "\(path) froze the main actor while a photo was exported (the pipeline is "
+        + "slow, and the export screen's main actor must keep running while it works): "
+        + missed),
+    sourceLocation: sourceLocation)
+}
