@@ -1,0 +1,351 @@
+import Foundation
+import LegacyKit
+import Testing
+import WorkbookTesting
+
+@testable import MakeItCompile
+
+/// The contract of the photo catalog: each path, what callers see, and the test that checks
+/// it (— where a column does not apply, and why). The compile check (Swift 6 mode, no
+/// warning, no escape hatch but `@preconcurrency import`) is the runner's; these tests check
+/// that the fix kept the feature working and the library's `MetadataIndex`, which is not
+/// thread-safe, entered by one thread at a time.
+///
+/// | path | result | the index: one thread at a time | the files: read in parallel | isolation |
+/// | --- | --- | --- | --- | --- |
+/// | an import of many files | every photo with an EXIF block, in the order of the files, with its metadata; the others left out: `importReturnsEveryPhoto` | `indexOneThreadAtATime` | `readsInParallel` | called from a task that is not on the main actor, as background work does: every test but `screenShowsTheImport` |
+/// | the photos of one camera | that camera's only, oldest first: `photosOfOneCamera` | — | — | — |
+/// | the counts per camera | right as soon as the import returns: `countsWhenImportReturns` | — | — | — |
+/// | a photo imported again | its new record replaces the old, counted once: `importingAgainReplaces` | — | — | — |
+/// | many callers at once: imports and queries from several tasks | every photo of every import: `manyCallersAtOnce` | `manyCallersAtOnce` | — | any task |
+/// | the import screen | its grid and its sidebar show the import: `screenShowsTheImport` | — | — | the main actor: `screenShowsTheImport` |
+/// | cancellation | — the catalog promises nothing for a cancelled import | | | |
+@Suite("10.5 A library that is not ready", .serialized)
+struct LibraryNotReadyTests {
+  @Test("An import returns every photo with EXIF, in the order of the files")
+  func importReturnsEveryPhoto() async throws {
+    let shots = catalogShots(prefix: "every", count: 12)
+    let files = Self.interleave(shots.map(\.file), with: ["every-scan.png", "every-note.txt"])
+    let (photos, indexed) = try await Self.withinDeadline("importPhotos(_:)") {
+      let catalog = PhotoCatalog()
+      let photos = await catalog.importPhotos(files).map(CatalogShot.init)
+      var indexed: [CatalogShot] = []
+      for camera in catalogCameras {
+        indexed += await catalog.photos(takenWith: camera).map(CatalogShot.init)
+      }
+      return (photos, indexed)
+    }
+
+    #expect(
+      photos == shots.map(\.shot),
+      Comment(
+        rawValue: "importPhotos(_:) returned \(photos.count) photos for \(shots.count) files "
+          + "with an EXIF block (and 2 without): expected \(shots.map(\.shot)), got \(photos). "
+          + "It must return each photo once, with the record read from its file, in the order "
+          + "of the files, and leave out the files without EXIF"))
+    #expect(
+      Set(indexed.map(\.name)) == Set(shots.map(\.shot.name)),
+      Comment(
+        rawValue: "after the import, the catalog must hold every imported photo: "
+          + "photos(takenWith:) found \(indexed.count) of \(shots.count)"))
+  }
+
+  @Test("MetadataIndex is never entered by two threads at once during an import")
+  func indexOneThreadAtATime() async throws {
+    let shots = catalogShots(prefix: "alone", count: 24)
+    let before = MetadataIndex.concurrentEntries
+    let photos = try await Self.withinDeadline("importPhotos(_:)", checksPool: false) {
+      await PhotoCatalog().importPhotos(shots.map(\.file)).map(CatalogShot.init)
+    }
+    let entered = MetadataIndex.concurrentEntries - before
+
+    #expect(photos == shots.map(\.shot), "importPhotos(_:) must return every photo it read")
+    #expect(entered == 0, Comment(rawValue: Self.overlapMessage(entered, "one import of 24 files")))
+  }
+
+  @Test("An import reads its files in parallel, on tasks of their own")
+  func readsInParallel() async throws {
+    // One pool thread cannot overlap two reads, however they are written.
+    guard ProcessInfo.processInfo.activeProcessorCount >= 2 else { return }
+    let shots = catalogShots(prefix: "parallel", count: 16)
+    let before = ExifRecord.readsInParallel
+    let photos = try await Self.withinDeadline("importPhotos(_:)", checksPool: false) {
+      await PhotoCatalog().importPhotos(shots.map(\.file)).map(CatalogShot.init)
+    }
+    let together = ExifRecord.readsInParallel - before
+
+    #expect(photos == shots.map(\.shot), "importPhotos(_:) must return every photo it read")
+    #expect(
+      together > 0,
+      Comment(
+        rawValue: "the \(shots.count) files were read one at a time: no read of an EXIF block "
+          + "ever ran alongside another. importPhotos(_:) promises to read each file on a task "
+          + "of its own, so that a large import keeps every core busy. Reading is thread-safe "
+          + "(the library says so): read in child tasks, off the actor or lock that guards the "
+          + "index, and bring only the index's work back to it"))
+  }
+
+  @Test("The photos of one camera, oldest first")
+  func photosOfOneCamera() async throws {
+    let shots = catalogShots(prefix: "camera", count: 12)
+    let byCamera = try await Self.withinDeadline("photos(takenWith:)") {
+      let catalog = PhotoCatalog()
+      _ = await catalog.importPhotos(Array(shots.map(\.file).reversed()))
+      var byCamera: [String: [CatalogShot]] = [:]
+      for camera in catalogCameras + ["Kodak Brownie"] {
+        byCamera[camera] = await catalog.photos(takenWith: camera).map(CatalogShot.init)
+      }
+      return byCamera
+    }
+
+    for camera in catalogCameras {
+      let expected = shots.map(\.shot).filter { $0.camera == camera }.sorted {
+        $0.second < $1.second
+      }
+      #expect(
+        byCamera[camera] == expected,
+        Comment(
+          rawValue: "photos(takenWith: \"\(camera)\") must return that camera's photos, oldest "
+            + "first: expected \(expected.map(\.name)), got \(byCamera[camera]?.map(\.name) ?? [])")
+      )
+    }
+    #expect(byCamera["Kodak Brownie"] == [], "a camera that took no photo has none")
+  }
+
+  @Test("The counts per camera are right as soon as the import returns")
+  func countsWhenImportReturns() async throws {
+    let shots = catalogShots(prefix: "counts", count: 15)
+    let counts = try await Self.withinDeadline("photoCountsByCamera()") {
+      let catalog = PhotoCatalog()
+      _ = await catalog.importPhotos(shots.map(\.file))
+      return await catalog.photoCountsByCamera()
+    }
+
+    #expect(
+      counts == Self.counts(of: shots),
+      Comment(
+        rawValue: "right after importPhotos(_:) returned, photoCountsByCamera() was "
+          + "\(Self.listed(counts)), not \(Self.listed(Self.counts(of: shots))): each camera's count must be up to date by the time "
+          + "the import returns (counted while the photos go into the index, not later in "
+          + "another task)"))
+  }
+
+  @Test("A photo imported again replaces its record and is counted once")
+  func importingAgainReplaces() async throws {
+    let shots = catalogShots(prefix: "again", count: 9)
+    // The first photo again, with a new record: taken last now, and larger.
+    let first = shots[0].shot
+    let retaken = CatalogShot(
+      name: first.name, camera: first.camera, second: 1_800_000_000, width: 6000, height: 4000)
+    let (again, counts, ofCamera) = try await Self.withinDeadline("importPhotos(_:)") {
+      let catalog = PhotoCatalog()
+      _ = await catalog.importPhotos(shots.map(\.file))
+      _ = await catalog.importPhotos(shots.map(\.file))
+      let again = await catalog.importPhotos([retaken.file]).map(CatalogShot.init)
+      let counts = await catalog.photoCountsByCamera()
+      let ofCamera = await catalog.photos(takenWith: first.camera).map(CatalogShot.init)
+      return (again, counts, ofCamera)
+    }
+
+    #expect(
+      counts == Self.counts(of: shots),
+      Comment(
+        rawValue: "after importing the same \(shots.count) photos twice (and one of them a "
+          + "third time), photoCountsByCamera() was \(Self.listed(counts)), not "
+          + "\(Self.listed(Self.counts(of: shots))): "
+          + "a photo imported again replaces the one of the same name, so it must be counted "
+          + "once. Count a camera's photos in the index, as the change handler did, rather "
+          + "than adding one for each photo imported"))
+    #expect(again == [retaken], "importing a photo again returns its new record")
+    #expect(
+      ofCamera.last == retaken && ofCamera.filter { $0.name == first.name }.count == 1,
+      Comment(
+        rawValue: "a photo imported again with a new record must be listed once, with the new "
+          + "record (taken last now): photos(takenWith:) returned \(ofCamera)"))
+  }
+
+  @Test("Imports and queries from several tasks at once: every photo, one thread in the index")
+  func manyCallersAtOnce() async throws {
+    let batches = (0..<4).map { catalogShots(prefix: "caller\($0)", count: 8) }
+    let all = batches.joined().map(\.shot)
+    let before = MetadataIndex.concurrentEntries
+    let (imported, held, counts) = try await Self.withinDeadline(
+      "importPhotos(_:) from 4 tasks at once", checksPool: false
+    ) {
+      let catalog = PhotoCatalog()
+      let imported = await withTaskGroup(of: [CatalogShot].self) { group in
+        for batch in batches {
+          group.addTask { await catalog.importPhotos(batch.map(\.file)).map(CatalogShot.init) }
+          // A screen asking for photos and counts while the imports run.
+          group.addTask {
+            for camera in catalogCameras {
+              _ = await catalog.photos(takenWith: camera).count
+              _ = await catalog.photoCountsByCamera()
+            }
+            return []
+          }
+        }
+        var imported: [CatalogShot] = []
+        for await photos in group { imported += photos }
+        return imported
+      }
+      var held: [CatalogShot] = []
+      for camera in catalogCameras {
+        held += await catalog.photos(takenWith: camera).map(CatalogShot.init)
+      }
+      return (imported, held, await catalog.photoCountsByCamera())
+    }
+    let entered = MetadataIndex.concurrentEntries - before
+
+    #expect(
+      Set(imported) == Set(all) && imported.count == all.count,
+      "4 imports of 8 photos at once must each return their own 8 photos")
+    #expect(
+      Set(held) == Set(all),
+      Comment(
+        rawValue: "after 4 imports of 8 photos at once, the catalog held \(held.count) "
+          + "photos, not \(all.count): every import must reach the one catalog"))
+    #expect(
+      counts == Self.counts(of: batches.flatMap { $0 }),
+      Comment(
+        rawValue: "after 4 imports of 8 photos at once, photoCountsByCamera() was "
+          + "\(Self.listed(counts)), not \(Self.listed(Self.counts(of: batches.flatMap { $0 }))): "
+          + "every import must count its photos in the one catalog"))
+    #expect(
+      entered == 0,
+      Comment(rawValue: Self.overlapMessage(entered, "4 imports and queries from 8 tasks")))
+  }
+
+  @Test("The import screen shows the photos and the counts, on the main actor")
+  func screenShowsTheImport() async throws {
+    let shots = catalogShots(prefix: "screen", count: 9)
+    let (grid, sidebar) = try await Self.withinDeadline("PhotoImportScreen.importPicked(_:)") {
+      await showOnScreen(shots.map(\.file), catalog: PhotoCatalog())
+    }
+
+    #expect(
+      grid == shots.map(\.shot),
+      "the screen's grid must show the imported photos, in the order they were picked")
+    #expect(
+      sidebar == Self.counts(of: shots),
+      Comment(
+        rawValue: "the screen's sidebar showed \(Self.listed(sidebar)), not "
+          + "\(Self.listed(Self.counts(of: shots))): it must show each camera's count"))
+  }
+
+  // MARK: Helpers
+
+  /// Runs `operation` with a deadline, the way every test here waits.
+  ///
+  /// `checksPool: false` where the test needs two threads of the concurrency pool at once
+  /// (two reads, or two threads in the index): the check holds all of them but one.
+  private static func withinDeadline<T: Sendable>(
+    _ name: String, checksPool: Bool = true,
+    sourceLocation: SourceLocation = #_sourceLocation,
+    _ operation: sending @escaping @isolated(any) () async throws -> T
+  ) async throws -> T {
+    try await withDeadline(
+      .seconds(10), name,
+      hint: "the catalog never answered: does an actor method wait for something that needs "
+        + "the same actor, or a lock wait for itself?",
+      checksPool: checksPool, sourceLocation: sourceLocation, operation)
+  }
+
+  private static func overlapMessage(_ entered: Int, _ during: String) -> String {
+    "MetadataIndex was entered by a second thread while another was inside it \(entered) "
+      + "time\(entered == 1 ? "" : "s") during \(during). The library documents it as not "
+      + "thread-safe, and `@preconcurrency import` only stops the compiler from saying so: "
+      + "it checks nothing. Keep every use of the index inside one actor (its own methods "
+      + "only), so that one thread at a time is inside it; the child tasks that read the "
+      + "files may hand the records back, but must not touch the index"
+  }
+
+  /// "Canon EOS R6: 3, Fujifilm X100V: 4": counts in a stable order.
+  private static func listed(_ counts: [String: Int]) -> String {
+    counts.isEmpty
+      ? "empty"
+      : counts.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")
+  }
+
+  private static func counts(
+    of shots: [(shot: CatalogShot, file: PickedPhotoFile)]
+  ) -> [String: Int] {
+    Dictionary(shots.map { ($0.shot.camera, 1) }, uniquingKeysWith: +)
+  }
+
+  /// `files` with a file that has no EXIF block after every fifth, and `extras` named so.
+  private static func interleave(
+    _ files: [PickedPhotoFile], with extras: [String]
+  ) -> [PickedPhotoFile] {
+    var result: [PickedPhotoFile] = []
+    var extras = extras[...]
+    for (position, file) in files.enumerated() {
+      result.append(file)
+      if position % 5 == 4, let name = extras.popFirst() {
+        result.append(PickedPhotoFile(name: name, contents: Data("PNG not a photo".utf8)))
+      }
+    }
+    return result + extras.map { PickedPhotoFile(name: $0, contents: Data()) }
+  }
+}
+
+/// The cameras of the tests' photos.
+private let catalogCameras = ["Fujifilm X100V", "Canon EOS R6", "iPhone 15 Pro"]
+
+/// What a test sees of a cataloged photo: plain values, which any task may hold.
+private struct CatalogShot: Hashable, Sendable, CustomStringConvertible {
+  var name: String
+  var camera: String
+  var second: Int
+  var width: Int
+  var height: Int
+
+  init(name: String, camera: String, second: Int, width: Int, height: Int) {
+    self.name = name
+    self.camera = camera
+    self.second = second
+    self.width = width
+    self.height = height
+  }
+
+  init(_ photo: CatalogedPhoto) {
+    self.init(
+      name: photo.name, camera: photo.exif.cameraModel,
+      second: Int(photo.exif.capturedAt.timeIntervalSince1970), width: photo.exif.pixelWidth,
+      height: photo.exif.pixelHeight)
+  }
+
+  /// A photo file with this shot's EXIF block, then some picture bytes.
+  var file: PickedPhotoFile {
+    let exif = ExifRecord(
+      cameraModel: camera, capturedAt: Date(timeIntervalSince1970: Double(second)),
+      pixelWidth: width, pixelHeight: height)
+    return PickedPhotoFile(name: name, contents: exif.exifBlock + Data(name.utf8))
+  }
+
+  var description: String { "\(name) (\(camera), \(second) s, \(width)×\(height))" }
+}
+
+/// `count` shots named `prefix-0` and so on, from the three cameras in turn, taken at
+/// distinct moments out of order, with their files.
+private func catalogShots(
+  prefix: String, count: Int
+) -> [(shot: CatalogShot, file: PickedPhotoFile)] {
+  (0..<count).map { number in
+    let shot = CatalogShot(
+      name: "\(prefix)-\(number).jpg", camera: catalogCameras[number % catalogCameras.count],
+      second: 1_700_000_000 + (number * 7_919) % 1_000, width: 4000 + number, height: 3000)
+    return (shot, shot.file)
+  }
+}
+
+/// Imports `files` through a new import screen, on the main actor as the app does, and
+/// returns what its grid and sidebar show.
+@MainActor
+private func showOnScreen(
+  _ files: [PickedPhotoFile], catalog: PhotoCatalog
+) async -> ([CatalogShot], [String: Int]) {
+  let screen = PhotoImportScreen(catalog: catalog)
+  await screen.importPicked(files)
+  return (screen.grid.map(CatalogShot.init), screen.sidebar)
+}
