@@ -238,6 +238,9 @@ final class PoolSqueeze: Sendable {
     /// The same for the main actor's probes.
     var mainProbesRun = 0
     var mainProbesSent = 0
+    /// The kernel's ids of the pool threads that probes ran on, and of those held.
+    var poolThreads: Set<Int32> = []
+    var heldThreads: Set<Int32> = []
   }
 
   init(patience: Duration) { self.patience = patience }
@@ -279,7 +282,11 @@ final class PoolSqueeze: Sendable {
   private func hold(_ index: Int) {
     condition.lock()
     defer { condition.unlock() }
-    state.withLock { $0.holding += 1 }
+    let thread = currentThreadID()
+    state.withLock {
+      $0.holding += 1
+      if let thread { $0.heldThreads.insert(thread) }
+    }
     while state.withLock({ !$0.stopped && index < $0.holdLimit }) { condition.wait() }
   }
 
@@ -303,8 +310,43 @@ final class PoolSqueeze: Sendable {
       state.probesSent += 1
       return state.probesSent
     }
-    Task.detached { [self] in state.withLock { $0.probesRun += 1 } }
-    return wait(upTo: limit) { $0.probesRun >= sent }
+    Task.detached { [self] in
+      let thread = currentThreadID()
+      state.withLock {
+        $0.probesRun += 1
+        if let thread { $0.poolThreads.insert(thread) }
+      }
+    }
+    if wait(upTo: limit, until: { $0.probesRun >= sent }) { return true }
+    // Not blocked while the free thread is runnable: it is computing, or waiting for a core
+    // on a machine busier than it has cores for. A blocked thread sleeps in the kernel (a
+    // semaphore, a lock, a read). Given a few more rounds, never for ever: a thread that
+    // computes without end holds the pool too.
+    var rounds = 0
+    while rounds < 3, aFreePoolThreadIsRunnable() {
+      rounds += 1
+      if wait(upTo: limit, until: { $0.probesRun >= sent }) { return true }
+    }
+    return false
+  }
+
+  /// True when a pool thread that the squeeze does not hold is runnable, as the kernel
+  /// says (`/proc/self/task/ID/stat`, Linux); false where that cannot be known.
+  private func aFreePoolThreadIsRunnable() -> Bool {
+    #if os(Linux)
+    let (pool, held) = state.withLock { ($0.poolThreads, $0.heldThreads) }
+    for thread in pool.subtracting(held) {
+      guard
+        let stat = try? String(
+          contentsOfFile: "/proc/self/task/\(thread)/stat", encoding: .utf8),
+        let nameEnd = stat.lastIndex(of: ")")
+      else { continue }
+      if stat[stat.index(after: nameEnd)...].drop(while: { $0 == " " }).first == "R" {
+        return true
+      }
+    }
+    #endif
+    return false
   }
 
   /// Waits on this (non-pool) thread until `condition` holds or `limit` of this thread's
@@ -345,4 +387,16 @@ final class PoolSqueeze: Sendable {
     }
   }
 
+}
+
+/// The kernel's id of the calling thread (Linux), to read its state in `/proc`.
+private func currentThreadID() -> Int32? {
+  #if os(Linux)
+  // The first field of the thread's own stat is its id (Swift cannot call gettid here).
+  guard let stat = try? String(contentsOfFile: "/proc/thread-self/stat", encoding: .utf8)
+  else { return nil }
+  return Int32(stat.prefix { $0 != " " })
+  #else
+  return nil
+  #endif
 }
