@@ -1,4 +1,4 @@
-// swift-tools-version: 6.1
+// swift-tools-version: 6.2
 //
 // The workbook package. Each chapter is one module whose sources come from either
 // `Chapters/` (the learner's starters, the default) or `Solutions/` (the answers);
@@ -46,6 +46,22 @@ let chapters: [(folder: String, module: String, uses: [String])] = [
   ("08-Capstone", "Capstone", ["ChatKit"]),
   ("09-Networking", "Networking", ["HTTPTestServer"]),
   ("10-MakeItCompile", "MakeItCompile", ["LegacyKit"]),
+]
+
+/// Exercises that need module settings of their own live in a subfolder of their chapter,
+/// built as a module of its own; the chapter's tests use it too. 10.6 is code of a module
+/// that adopts Swift 6.2's approachable concurrency: the main actor as the default isolation,
+/// and async functions that run on their caller's actor (`nonisolated(nonsending)`).
+let submodules: [String: [(folder: String, module: String, settings: [SwiftSetting])]] = [
+  "10-MakeItCompile": [
+    (
+      "Approachable", "ApproachableConcurrency",
+      [
+        .defaultIsolation(MainActor.self),
+        .enableUpcomingFeature("NonisolatedNonsendingByDefault"),
+      ]
+    )
+  ]
 ]
 
 let environment = Context.environment
@@ -154,23 +170,42 @@ let package = Package(
         )
       ] : [])
     + supportTests
-    + selected.flatMap { chapter in
-      [
+    + selected.flatMap { chapter -> [Target] in
+      let folder = "\(sourceRoot)/\(chapter.folder)"
+      // A submodule holds one exercise: when its file is left out (it does not compile),
+      // the module is left out whole, since a target needs a source.
+      let subs = (submodules[chapter.folder] ?? []).filter { sub in
+        !skippedFiles.contains { $0.hasPrefix("\(folder)/\(sub.folder)/") }
+      }
+      return [
         .target(
           name: chapter.module,
           dependencies: chapter.uses.map { .target(name: $0) },
-          path: "\(sourceRoot)/\(chapter.folder)",
-          exclude: skippedFiles(under: "\(sourceRoot)/\(chapter.folder)"),
+          path: folder,
+          exclude: skippedFiles(under: folder)
+            + (submodules[chapter.folder] ?? []).map(\.folder),
           swiftSettings: chapterSettings
         ),
         .testTarget(
           name: "\(chapter.module)Tests",
           dependencies: [.target(name: chapter.module), "WorkbookTesting"]
+            + subs.map { .target(name: $0.module) }
             + chapter.uses.map { .target(name: $0) },
           path: "Tests/\(chapter.folder)Tests",
           exclude: skippedFiles(under: "Tests/\(chapter.folder)Tests")
         ),
       ]
+        + subs.map { sub in
+          .target(
+            name: sub.module,
+            dependencies: chapter.uses.map { .target(name: $0) },
+            path: "\(folder)/\(sub.folder)",
+            exclude: skippedFiles(under: "\(folder)/\(sub.folder)"),
+            // Legacy (WORKBOOK_LANGUAGE_MODE=5): the module as it was before it adopted
+            // the settings, in the package's Swift 6 mode.
+            swiftSettings: environment["WORKBOOK_LANGUAGE_MODE"] == "5" ? [] : sub.settings
+          )
+        }
     }
     // `make clipper NAME=…`: Chapter 8's command, a thin main over the Capstone module.
     + (selected.contains { $0.module == "Capstone" } && !testsOnly

@@ -152,7 +152,11 @@ public struct PartialBuild: Sendable {
         !DiagnosticGroups.laterStageGroups.isDisjoint(
           with: DiagnosticGroups.groups(in: error.message))
       }
-      if failedBuilds > 0, !leftBefore.isEmpty, !laterPass {
+      // And except an exercise whose file lies in a subfolder of its chapter: that folder is
+      // a module of its own (Package.swift's submodules), which cannot use the others' code;
+      // it was not compiled at all while the chapter's module had errors.
+      let ownModule = chapter.exercises.first { $0.id == id }?.file.contains("/") == true
+      if failedBuilds > 0, !leftBefore.isEmpty, !laterPass, !ownModule {
         let named = needs(entry.errors, from: leftBefore)
         leftOut.append(
           (id, .needs(named.isEmpty ? leftBefore.map { LeftOut.Need(exercise: $0) } : named)))
