@@ -87,7 +87,7 @@ func exportPhotos(
 ) {
   let group = DispatchGroup()
   // The worker blocks share one array: it lives in a Mutex, in a Sendable box they all
-  // capture (a Mutex cannot be captured by an escaping closure itself).
+  // capture. (A local `let` Mutex captured by the blocks would do as well.)
   let exported = ExportedPhotoSlots(count: photos.count)
   for (index, photo) in photos.enumerated() {
     DispatchQueue.global().async(group: group) {
