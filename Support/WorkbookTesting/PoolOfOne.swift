@@ -120,10 +120,11 @@ final class SharedSqueeze: Sendable {
       let (waiting, suppressed) = state.withLock { state in
         state.starting = false
         defer { state.waiting = [] }
-        if state.suppressed > 0, state.squeeze === start { state.squeeze = nil }
-        return (state.waiting, state.suppressed > 0)
+        // Suppressed while it was starting (and perhaps let go again since): it has ended.
+        let ended = state.suppressed > 0 || start.isStopped
+        if ended, state.squeeze === start { state.squeeze = nil }
+        return (state.waiting, ended)
       }
-      // Suppressed while it was starting: it ends at once.
       if suppressed { start.stop() }
       waiting.forEach { $0.resume() }
     } else {
@@ -165,9 +166,12 @@ final class SharedSqueeze: Sendable {
   func suppress() {
     let running = state.withLock { state -> PoolSqueeze? in
       state.suppressed += 1
-      guard !state.starting else { return nil }
-      defer { state.squeeze = nil }
-      return state.squeeze
+      // One still starting is stopped too: its watchdog starts watching before the task that
+      // started it can run again, which the caller may be about to keep from running (by
+      // holding the pool itself). The starter forgets it once it runs.
+      let squeeze = state.squeeze
+      if !state.starting { state.squeeze = nil }
+      return squeeze
     }
     running?.stop()
   }
@@ -179,7 +183,8 @@ final class SharedSqueeze: Sendable {
   /// The pool was blocked: every member is told, and the next join starts afresh.
   private func blocked(_ squeeze: PoolSqueeze, _ what: Blocked) {
     let members = state.withLock { state -> [@Sendable (Blocked) -> Void] in
-      guard state.squeeze === squeeze else { return [] }
+      // While the check is off, a test may hold the pool on purpose.
+      guard state.squeeze === squeeze, state.suppressed == 0 else { return [] }
       state.squeeze = nil
       defer { state.members = [:] }
       return Array(state.members.values)
@@ -297,6 +302,9 @@ final class PoolSqueeze: Sendable {
     condition.broadcast()
     condition.unlock()
   }
+
+  /// True once ``stop()`` has been called.
+  var isStopped: Bool { state.withLock { $0.stopped } }
 
   /// Lets every held thread go and ends the watch; idempotent.
   func stop() {

@@ -219,6 +219,7 @@ final class HeldCallbacks: Sendable {
 final class PoolHold: Sendable {
   private let started = DispatchSemaphore(value: 0)
   private let done = DispatchSemaphore(value: 0)
+  private let left = DispatchSemaphore(value: 0)
   /// The pool has one thread per active core.
   private let width = ProcessInfo.processInfo.activeProcessorCount
 
@@ -226,18 +227,23 @@ final class PoolHold: Sendable {
   /// taken when it is free).
   init() {
     for _ in 0..<width {
-      Task.detached { [started, done] in
+      Task.detached { [started, done, left] in
         started.signal()
         done.wait()
+        left.signal()
       }
     }
     let deadline = DispatchTime.now() + 1
     for _ in 0..<width { _ = started.wait(timeout: deadline) }
   }
 
-  /// Lets every thread go.
+  /// Lets every thread go, and returns once they have gone (or after two seconds): a test
+  /// that checks the pool as soon as this one ends must find its threads free, not still
+  /// waking up.
   func end() {
     for _ in 0..<width { done.signal() }
+    let deadline = DispatchTime.now() + 2
+    for _ in 0..<width { _ = left.wait(timeout: deadline) }
   }
 }
 
