@@ -13,12 +13,12 @@ import WorkbookTesting
 ///
 /// | path | photos | progress | options | thread, isolation |
 /// | --- | --- | --- | --- | --- |
-/// | `exportPhotos(_:options:pipeline:progress:completion:)` | every one, in order, once: `callbackExportReturnsEveryPhoto` | each counted once by the completion: `callbackExportReturnsEveryPhoto` | those it was given: `callbackExportReturnsEveryPhoto` | completion on a background queue: `callbackExportReturnsEveryPhoto`; pipeline off the main actor: `mainActorStaysResponsive` |
-/// | `exportPhotos(_:options:pipeline:progress:) async` | every one, in order: `asyncExportReturnsEveryPhoto` | each counted once by the return: `asyncExportReturnsEveryPhoto` | those it was given: `asyncExportReturnsEveryPhoto` | off the caller's actor (called from the main actor): `mainActorStaysResponsive` |
+/// | `exportPhotos(_:options:pipeline:progress:completion:)` | every one, in order, once: `callbackExportReturnsEveryPhoto`; in order when the last finishes first: `photosRunTogetherAndCountAsTheyGo`; none lost when two workers store at the same instant: `callbackExportKeepsPhotosOfWorkersThatFinishTogether` | each counted once by the completion: `callbackExportReturnsEveryPhoto`; as soon as it is done, in the order counted: `photosRunTogetherAndCountAsTheyGo`; none lost when two count at the same instant: `callbackExportKeepsPhotosOfWorkersThatFinishTogether` | those it was given: `callbackExportReturnsEveryPhoto` | returns at once, completion later, not on the caller's thread: `callbackExportReturnsAtOnce`; completion on a background queue: `callbackExportReturnsEveryPhoto`; pipeline off the main actor: `mainActorStaysResponsive` |
+/// | `exportPhotos(_:options:pipeline:progress:) async` | every one, in order: `asyncExportReturnsEveryPhoto`; in order when the last finishes first: `photosRunTogetherAndCountAsTheyGo` | each counted once by the return: `asyncExportReturnsEveryPhoto`; as soon as it is done: `photosRunTogetherAndCountAsTheyGo` | those it was given: `asyncExportReturnsEveryPhoto` | off the caller's actor (called from the main actor): `mainActorStaysResponsive` |
 /// | `PhotoExportModel.startExport(_:)` | in `exported` when its task ends: `modelSetsProgressAndPhotos` | `progress` set before it returns, complete at the end: `modelSetsProgressAndPhotos` | as they were when it started, whatever the sheet edits meanwhile: `sheetEditsDoNotReachARunningExport`; the next export uses the edits: `sheetEditsDoNotReachARunningExport` | returns at once, the main actor keeps running jobs while the pipeline works: `mainActorStaysResponsive` |
 /// | several exports at once, both APIs, one pipeline | each its own photos, none lost: `manyExportsAtOnce` | each its own, none lost or doubled, never going back, read meanwhile from another thread: `manyExportsAtOnce` | — each export's own, as above | completion called once each: `manyExportsAtOnce` (a second call after the test has ended would go unseen: nothing in the fix adds one) |
 /// | no photos | none, and the completion still comes: `emptyExport` | done (1.0): `emptyExport` | — | — |
-/// | several photos at a time | — the number of threads the pipeline gets depends on the machine's cores, so no test asks for it; every test runs photos from several threads whenever the machine has them | | | |
+/// | several photos at a time | two photos in the pipeline at once, through both exports: `photosRunTogetherAndCountAsTheyGo` (on two cores or more: the pool that runs tasks has a thread per core) | | | |
 @Suite("10.2 Captures across threads", .serialized)
 @MainActor
 struct PhotoExportTests {
@@ -283,6 +283,150 @@ struct PhotoExportTests {
           + "it, and never lose a count"))
   }
 
+  @Test(
+    "Both exports run photos at the same time, count each as it is done, and keep their order",
+    .enabled(
+      if: ProcessInfo.processInfo.activeProcessorCount >= 2,
+      Comment(
+        rawValue: "the pool of threads that runs tasks has one thread per core: one core runs "
+          + "one photo at a time")))
+  func photosRunTogetherAndCountAsTheyGo() async throws {
+    // The async export's children wait inside the pipeline on purpose, each on a thread of
+    // the pool; the pool check would hold one of the two threads they need.
+    let options = PhotoExportOptions(maxSide: 2, watermark: "pair")
+    let callback = OverlapScript()
+    let callbackPipeline = callback.makePipeline()
+    let asyncPath = OverlapScript()
+    let asyncPipeline = asyncPath.makePipeline()
+    try await withoutPoolCheck { @Sendable in
+      let fromCallback = try await withDeadline(
+        .seconds(20), "exportPhotos(_:options:pipeline:progress:completion:)", checksPool: false
+      ) {
+        await withCheckedContinuation { continuation in
+          exportPhotos(
+            callback.photos, options: options, pipeline: callbackPipeline,
+            progress: callback.progress
+          ) { continuation.resume(returning: $0) }
+        }
+      }
+      callback.check(fromCallback, options, "the callback export")
+
+      let fromAsync = try await withDeadline(
+        .seconds(20), "exportPhotos(_:options:pipeline:progress:) async", checksPool: false
+      ) {
+        await exportPhotos(
+          asyncPath.photos, options: options, pipeline: asyncPipeline,
+          progress: asyncPath.progress)
+      }
+      asyncPath.check(fromAsync, options, "the async export")
+    }
+  }
+
+  @Test("The callback export returns at once, and calls its completion later, on another thread")
+  // Off the main actor: an answer that runs the pipeline there would keep the test from
+  // ever seeing the call return.
+  nonisolated func callbackExportReturnsAtOnce() async throws {
+    let photos = makePhotos(2)
+    let options = PhotoExportOptions(maxSide: 3)
+    let gate = Gate()
+    // Each photo waits for the gate, which the test opens once the call has returned (or,
+    // should the call never return, the pipeline after four seconds).
+    let pipeline = await MainActor.run {
+      PhotoExportPipeline { @Sendable photo, options in
+        _ = waitRunnable(upTo: .seconds(4)) { gate.isOpen }
+        return exportForTests(photo, maxSide: options.maxSide, watermark: options.watermark)
+      }
+    }
+    let (completions, completed) = AsyncStream.makeStream(of: ([ExportedPhoto], Bool).self)
+    let returned = Mutex(false)
+    let progress = PhotoExportProgress(total: photos.count)
+    // Called from a thread of its own, as the share extension's main thread would call it.
+    Thread {
+      exportPhotos(photos, options: options, pipeline: pipeline, progress: progress) {
+        completed.yield(($0, !returned.withLock { $0 }))
+        completed.finish()
+      }
+      returned.withLock { $0 = true }
+    }.start()
+
+    let returnedAtOnce = await eventually(within: .seconds(3)) { @Sendable in
+      returned.withLock { $0 }
+    }
+    gate.open()
+    #expect(
+      returnedAtOnce,
+      Comment(
+        rawValue: "exportPhotos(_:options:pipeline:progress:completion:) had not returned 3 "
+          + "seconds after it was called, while its photos were still in the pipeline: it must "
+          + "return at once and call the completion once they are done. Waiting for the group "
+          + "(group.wait()) or a semaphore blocks the caller, the share extension's main "
+          + "thread, for the whole export"))
+    let result = try await withDeadline(
+      .seconds(10), "exportPhotos(_:options:pipeline:progress:completion:)",
+      hint: "the export's completion was never called"
+    ) {
+      var iterator = completions.makeAsyncIterator()
+      return await iterator.next()
+    }
+    guard let (exported, beforeReturning) = result else { return }
+    checkPhotos(exported, photos, options, "the callback export")
+    #expect(
+      !beforeReturning,
+      Comment(
+        rawValue: "the callback export called its completion before it returned, on the "
+          + "caller's thread: it must return first, and call the completion later, on a "
+          + "background queue"))
+  }
+
+  @Test(
+    "The callback export keeps every photo when workers finish at the same instant",
+    .enabled(
+      if: ProcessInfo.processInfo.activeProcessorCount >= 2,
+      Comment(rawValue: "two workers can finish at the same instant only on two cores")))
+  func callbackExportKeepsPhotosOfWorkersThatFinishTogether() async throws {
+    let pairs = underThreadSanitizer ? 20 : stressAmount(grading: 150, verify: 500)
+    let photos = makePhotos(pairs * 2)
+    let options = PhotoExportOptions(maxSide: 3)
+    let lines = PairedFinish(pairs: pairs)
+    let index = Dictionary(uniqueKeysWithValues: photos.enumerated().map { ($1.name, $0) })
+    // The workers of photos 2k and 2k+1 leave the pipeline together, to store their photos
+    // at the same instant.
+    let pipeline = PhotoExportPipeline { @Sendable photo, options in
+      if let position = index[photo.name] { lines.arrive(pair: position / 2) }
+      return exportForTests(photo, maxSide: options.maxSide, watermark: options.watermark)
+    }
+    let progress = PhotoExportProgress(total: photos.count)
+    let exported = try await withOneStressAtATime { @Sendable in
+      try await withDeadline(
+        .seconds(30), "exportPhotos(_:options:pipeline:progress:completion:)", checksPool: false
+      ) {
+        await withCheckedContinuation { continuation in
+          exportPhotos(photos, options: options, pipeline: pipeline, progress: progress) {
+            continuation.resume(returning: $0)
+          }
+        }
+      }
+    }
+    if let fault = photosFault(exported, photos, options, "the callback export") {
+      Issue.record(
+        Comment(
+          rawValue: fault + ". Its workers finished two at a time, at the same instant: each "
+            + "must store its photo in one locked step (one withLock that sets its slot); "
+            + "copying the slots out in one withLock and back in a second lets the second "
+            + "worker's copy drop the first one's photo"))
+    }
+    if let fault = countFault(
+      progress.exported, photos, "the callback export's completion was called")
+    {
+      Issue.record(
+        Comment(
+          rawValue: fault + ". Its workers counted two at a time, at the same instant: each "
+            + "photoExported(_:) must read and change the names in one locked step (one "
+            + "withLock that appends); reading them in one withLock and storing a new array in "
+            + "a second lets the second worker's store drop the first one's count"))
+    }
+  }
+
   @Test("An export of no photos finishes at once, with nothing to show")
   func emptyExport() async throws {
     let options = PhotoExportOptions(maxSide: 3)
@@ -411,6 +555,144 @@ private func countFault(
       + "progress object that every worker counts into at once, safely (a Mutex in a "
       + "Sendable class)"
   }
+}
+
+// MARK: - Photos at the same time
+
+/// Two photos through a pipeline that shows whether they were in it at the same time, and
+/// whether the first was counted as soon as it was done: photo-1 waits until photo-0 is in
+/// the pipeline, and photo-0 until photo-1 has been counted, so that photo-1 also finishes
+/// first. Each wait ends after three seconds of time its thread could run, so that a wrong
+/// answer fails instead of hanging.
+private final class OverlapScript: Sendable {
+  struct Seen {
+    var firstEntered = false
+    var firstLeft = false
+    /// photo-1 was in the pipeline while photo-0 was.
+    var overlapped = false
+    /// photo-1 was counted while photo-0 was still in the pipeline.
+    var countedInTime = false
+  }
+
+  let photos = makePhotos(2)
+  let progress = PhotoExportProgress(total: 2)
+  let seen = Mutex(Seen())
+
+  /// Made on the main actor, where the app sets its pipeline up.
+  @MainActor
+  func makePipeline() -> PhotoExportPipeline {
+    PhotoExportPipeline { @Sendable [self] photo, options in
+      if photo.name == "photo-0" {
+        seen.withLock { $0.firstEntered = true }
+        let counted = waitRunnable(upTo: .seconds(3)) {
+          progress.exported.contains("photo-1")
+        }
+        seen.withLock {
+          $0.countedInTime = counted
+          $0.firstLeft = true
+        }
+      } else {
+        _ = waitRunnable(upTo: .seconds(3)) { seen.withLock { $0.firstEntered } }
+        seen.withLock { $0.overlapped = $0.firstEntered && !$0.firstLeft }
+      }
+      return exportForTests(photo, maxSide: options.maxSide, watermark: options.watermark)
+    }
+  }
+
+  /// Records what went wrong in `what`, which handed back `exported`.
+  func check(
+    _ exported: [ExportedPhoto], _ options: PhotoExportOptions, _ what: String,
+    sourceLocation: SourceLocation = #_sourceLocation
+  ) {
+    let seen = seen.withLock { $0 }
+    if !seen.overlapped {
+      Issue.record(
+        Comment(
+          rawValue: "\(what) ran its photos one at a time: photo-1 was never in the pipeline "
+            + "while photo-0 was. The pipeline may run several photos at a time, and an export "
+            + "must let it: a lock held around the pipeline, a serial queue, or a loop that "
+            + "awaits each photo before it starts the next runs them one by one"),
+        sourceLocation: sourceLocation)
+      return
+    }
+    if !seen.countedInTime {
+      Issue.record(
+        Comment(
+          rawValue: "\(what) exported photo-1 while photo-0 was still in the pipeline, but did "
+            + "not count it until later: the progress bar stood still. Count each photo in "
+            + "the progress on its worker, as soon as that photo is exported, not once every "
+            + "photo is done (nor in a Task of its own, which counts it whenever it gets to run)"),
+        sourceLocation: sourceLocation)
+    } else if progress.exported != ["photo-1", "photo-0"] {
+      Issue.record(
+        Comment(
+          rawValue: "after \(what), the progress listed \(progress.exported); photo-1 was "
+            + "counted first, so it must list [\"photo-1\", \"photo-0\"]: each name once, in "
+            + "the order they were counted (a Set, or sorting, loses that order)"),
+        sourceLocation: sourceLocation)
+    }
+    // photo-1 finished first, and must still come back second.
+    checkPhotos(exported, photos, options, what, sourceLocation: sourceLocation)
+  }
+}
+
+/// Lets the workers of each pair of photos leave the pipeline at the same instant, as a
+/// ``StartLine`` does, as long as the export runs them two at a time: once a worker has
+/// waited a tenth of a second for its partner, the export is taken to run photos one at a
+/// time (another test says so), and no worker waits any more.
+private final class PairedFinish: Sendable {
+  private final class Arrivals: Sendable {
+    let count = Atomic(0)
+  }
+  private let arrived: [Arrivals]
+  private let gaveUp = Atomic(false)
+
+  init(pairs: Int) {
+    arrived = (0..<pairs).map { _ in Arrivals() }
+  }
+
+  func arrive(pair: Int) {
+    let counter = arrived[pair]
+    counter.count.add(1, ordering: .sequentiallyConsistent)
+    let deadline = ContinuousClock.now.advanced(by: .milliseconds(100))
+    var spins = 0
+    while counter.count.load(ordering: .sequentiallyConsistent) < 2 {
+      if gaveUp.load(ordering: .relaxed) { return }
+      spins += 1
+      if spins.isMultiple(of: 1 << 12) {
+        if ContinuousClock.now >= deadline {
+          gaveUp.store(true, ordering: .relaxed)
+          return
+        }
+        sched_yield()
+      }
+    }
+    // A random few hundred rounds more, so that the two stores land at slightly different
+    // offsets from one round to the next.
+    for _ in 0..<Int.random(in: 0...1_000) { _ = counter.count.load(ordering: .relaxed) }
+  }
+}
+
+/// A gate that photos wait at until the test opens it.
+private final class Gate: Sendable {
+  private let state = Mutex(false)
+  var isOpen: Bool { state.withLock { $0 } }
+  func open() { state.withLock { $0 = true } }
+}
+
+/// Waits on this thread, which must not be one of the concurrency pool's waiting for a task
+/// it needs, until `condition` holds or `limit` of time this thread could run has passed;
+/// says whether it holds.
+private func waitRunnable(upTo limit: Duration, until condition: () -> Bool) -> Bool {
+  var counted = Duration.zero
+  let started = ContinuousClock.now
+  while !condition() {
+    if counted >= limit || ContinuousClock.now - started >= limit * 4 { return condition() }
+    let before = ContinuousClock.now
+    usleep(1_000)
+    counted += min(ContinuousClock.now - before, .milliseconds(20))
+  }
+  return true
 }
 
 // MARK: - The tests' pipeline
