@@ -17,7 +17,8 @@ import WorkbookTesting
 /// | the photos of one camera | that camera's only, oldest first: `photosOfOneCamera` | — | — | — |
 /// | the counts per camera | right as soon as the import returns: `countsWhenImportReturns` | — | — | — |
 /// | a photo imported again | its new record replaces the old, counted once: `importingAgainReplaces` | — | — | — |
-/// | many callers at once: imports and queries from several tasks | every photo of every import: `manyCallersAtOnce` | `manyCallersAtOnce` | — | any task |
+/// | a photo imported again with another camera's record | — the legacy code recounts only the new camera, so the old one keeps a stale count; the starter does the same, and the lesson is the compile fix, not this count | | | |
+/// | many callers at once: imports, and queries made again and again until they end, from several tasks | every photo of every import: `manyCallersAtOnce` | `manyCallersAtOnce` (a query that does not wait for the actor meets an add) | — | any task |
 /// | the import screen | its grid and its sidebar show the import: `screenShowsTheImport` | — | — | the main actor: `screenShowsTheImport` |
 /// | cancellation | — the catalog promises nothing for a cancelled import | | | |
 @Suite("10.5 A library that is not ready", .serialized)
@@ -173,15 +174,26 @@ struct LibraryNotReadyTests {
       "importPhotos(_:) from 4 tasks at once", checksPool: false
     ) {
       let catalog = PhotoCatalog()
+      let importing = Locked(batches.count)
       let imported = await withTaskGroup(of: [CatalogShot].self) { group in
         for batch in batches {
-          group.addTask { await catalog.importPhotos(batch.map(\.file)).map(CatalogShot.init) }
-          // A screen asking for photos and counts while the imports run.
           group.addTask {
-            for camera in catalogCameras {
-              _ = await catalog.photos(takenWith: camera).count
-              _ = await catalog.photoCountsByCamera()
-            }
+            let photos = await catalog.importPhotos(batch.map(\.file)).map(CatalogShot.init)
+            importing.withLock { $0 -= 1 }
+            return photos
+          }
+          // A screen asking for photos and counts again and again while the imports run
+          // (a query that does not wait for the actor meets an add in the index).
+          group.addTask {
+            var rounds = 0
+            repeat {
+              for camera in catalogCameras {
+                _ = await catalog.photos(takenWith: camera).count
+                _ = await catalog.photoCountsByCamera()
+              }
+              rounds += 1
+              await Task.yield()
+            } while importing.value > 0 && rounds < 10_000
             return []
           }
         }
