@@ -17,7 +17,7 @@ CHAPTER ?=
 EXERCISE ?=
 SELECT = $(if $(CHAPTER),--chapter $(CHAPTER)) $(if $(EXERCISE),--exercise $(EXERCISE))
 
-.PHONY: help check hint watch status test tsan verify mistakes fingerprint lint print-lint-paths format docs docs-preview docs-check listings bench bench-loop clean server clipper
+.PHONY: help check hint reset watch status test tsan verify mistakes fingerprint lint print-lint-paths format docs docs-preview docs-check listings bench bench-loop clean server clipper
 
 help: ## List the targets
 	@echo "Swift Concurrency workbook"
@@ -66,6 +66,9 @@ check: $(WORKBOOK) ## Grade exercises
 
 hint: $(WORKBOOK) ## Show the next hint
 	@WORKBOOK_MAKE=1 $(WORKBOOK) hint $(EXERCISE) $(if $(ALL),--all)
+
+reset: $(WORKBOOK) ## Put EXERCISE back as shipped (your version is kept in .workbook/backups/)
+	@WORKBOOK_MAKE=1 $(WORKBOOK) reset $(EXERCISE)
 
 watch: $(WORKBOOK) ## Re-grade on every save
 	@WORKBOOK_MAKE=1 $(WORKBOOK) watch $(if $(CHAPTER),--chapter $(CHAPTER))

@@ -20,6 +20,8 @@ public enum App {
         return try check(invocation, root: root, terminal: terminal)
       case .hint:
         return try hint(invocation, root: root)
+      case .reset:
+        return try reset(invocation, root: root)
       case .fingerprint:
         return try fingerprint(root: root)
       case .verify:
@@ -240,6 +242,31 @@ public enum App {
       Output.err(
         "workbook: progress not saved: \(error.description). "
           + "The next `make hint` shows this hint again.")
+    }
+    return 0
+  }
+
+  // MARK: reset
+
+  static func reset(_ invocation: Invocation, root: URL) throws(WorkbookError) -> Int32 {
+    let workbook = try MetadataLoader.load(root: root)
+    guard let id = invocation.exercise else {
+      throw .usage(
+        "workbook reset: say which exercise, e.g. `make reset EXERCISE=1.3`. "
+          + validExercises(workbook))
+    }
+    guard let exercise = workbook.exercise(id: id),
+      let chapter = workbook.chapter(containing: exercise)
+    else {
+      throw .usage("workbook: there is no exercise \(id). \(validExercises(workbook))")
+    }
+    switch try StarterReset.reset(exercise, in: chapter, root: root) {
+    case .unchanged(let path):
+      Output.out("\(exercise.id) \(exercise.name): \(path) already is the starter as shipped.")
+    case .restored(let path, let backup):
+      Output.out(
+        "\(exercise.id) \(exercise.name): \(path) is the starter as shipped again."
+          + (backup.map { " Your version is kept at \($0)." } ?? ""))
     }
     return 0
   }

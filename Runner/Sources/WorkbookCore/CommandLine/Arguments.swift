@@ -3,7 +3,7 @@ import Foundation
 /// A parsed command line.
 public struct Invocation: Equatable, Sendable {
   public enum Command: String, Equatable, Sendable, CaseIterable {
-    case check, hint, watch, status, verify, mistakes, fingerprint, help, mutate
+    case check, hint, reset, watch, status, verify, mistakes, fingerprint, help, mutate
   }
 
   public var command: Command
@@ -41,6 +41,8 @@ public enum ArgumentParser {
                          grade exercises (all chapters by default)
       hint ID [--all]    show the next hint for an exercise, e.g. workbook hint 1.3;
                          --all shows again every hint revealed so far
+      reset ID           put an exercise's file back as shipped, e.g. workbook reset 1.3;
+                         your version is kept first under .workbook/backups/
       watch [--chapter N]
                          re-grade when a file under Chapters/ changes (Ctrl-C stops)
       status [--chapter N]
@@ -72,6 +74,7 @@ public enum ArgumentParser {
   static let accepted: [Invocation.Command: Set<String>] = [
     .check: ["--chapter", "--exercise", "--json", "--timeout", "--jobs"],
     .hint: ["--exercise", "--all"],
+    .reset: ["--exercise"],
     .watch: ["--chapter", "--timeout", "--jobs"],
     .status: ["--chapter"],
     .verify: ["--chapter", "--timeout", "--jobs"],
@@ -107,7 +110,7 @@ public enum ArgumentParser {
     while let argument = remaining.popFirst() {
       if argument == "-h" || argument == "--help" { return Invocation(command: .help) }
       guard argument.hasPrefix("--") else {
-        if command == .hint, invocation.exercise == nil {
+        if command == .hint || command == .reset, invocation.exercise == nil {
           invocation.exercise = argument
           continue
         }
