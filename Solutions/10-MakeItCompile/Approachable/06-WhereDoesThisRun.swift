@@ -7,15 +7,17 @@ import Observation
 
 /// A decoded photo: `width` × `height` grey pixels, row after row.
 ///
-/// `nonisolated`: a plain value with no state to protect, made and read off the main actor
-/// by the decode. In this module a type without it belongs to the main actor.
+/// `nonisolated`: a plain value with no state to protect, made off the main actor by the
+/// decode. In this module a type without it belongs to the main actor, and so does its
+/// `Equatable` conformance: photos could then be compared only there.
 nonisolated struct Photo: Equatable, Sendable {
   let width: Int
   let height: Int
   let pixels: [UInt8]
 }
 
-/// Why a photo could not be decoded. `nonisolated`: thrown off the main actor.
+/// Why a photo could not be decoded. `nonisolated`: thrown off the main actor, and compared
+/// anywhere (without it, its `Equatable` conformance would belong to the main actor).
 nonisolated enum PhotoDecodingError: Error, Equatable {
   /// The row at this index did not expand to the photo's width.
   case badRow(Int)

@@ -14,6 +14,9 @@ import WorkbookTesting
 /// | path | photo, spinner, cache | where it runs | the caller's task (cancel, task-local values) |
 /// | --- | --- | --- | --- |
 /// | a photo opened | shown, decoded right, spinner on while it decodes and off after, stored: `opensAndShowsThePhoto` | the screen's state changes on the main actor: `stateChangesOnTheMainActor`; the decode leaves the main actor free (a heartbeat keeps ticking): `mainActorKeepsTickingDuringTheDecode` | the file's reads see the caller's task-local values: `readsSeeTheCallersTaskLocals` |
+/// | the rows of a file | each in its place: `readsRowByRow` | read one at a time, in the decode's own task: `readsRowByRow` | — |
+/// | the decode, while the main actor is held | every row read meanwhile: `theDecodeNeedsNoMainActor` | no part of it (a helper, a static method) needs the main actor | — |
+/// | `Photo` left on the main actor (its `Equatable` conformance then isolated) | — allowed: the starter promises nothing about comparing photos off the main actor | | |
 /// | a row that does not expand to the width | throws `badRow`, nothing shown or stored, spinner off: `badRowThrows` | — | — |
 /// | the opening task cancelled while decoding | throws `CancellationError`, nothing shown, spinner off: `cancellingStopsTheDecode` | — | the decode stops before the next row: `cancellingStopsTheDecode` |
 /// | the viewer released on the main actor (the screen closes) | its photo leaves the cache at once: `closingOnTheMainActorReleasesAtOnce` | the main actor, in place | — |
@@ -104,6 +107,83 @@ struct WhereDoesThisRunTests {
           : "the main actor ticked while only \(ticked) of \(file.height) rows were read: "
             + "part of the decode ran on the main actor and held it. Run the whole decode "
             + "off the main actor (@concurrent), and await it"))
+  }
+
+  @Test("No part of the decode needs the main actor: all rows are read while it is held")
+  func theDecodeNeedsNoMainActor() async throws {
+    let height = 12
+    let waited = Locked<MainActorWait?>(nil)
+    let fileBox = Locked<ScriptedPhotoFile?>(nil)
+    // After the first read, the test holds the main actor until every row has been read (or
+    // a second has passed): a decode that goes back to the main actor on its way (a helper
+    // left there, an await of a main-actor method) stops until the hold ends.
+    let file = ScriptedPhotoFile(height: height) { row in
+      guard row == 0, let file = fileBox.value else { return }
+      let wait = MainActorWait.holdUntil(atMost: .seconds(1), rows: { file.rowsRead }) {
+        file.rowsRead >= height
+      }
+      waited.withLock { $0 = wait }
+    }
+    fileBox.withLock { $0 = file }
+    let shown = try await withDeadline(
+      .seconds(10), "open(_:named:)", hint: Self.openHint, checksPool: false
+    ) {
+      try await Self.openWithAHeartbeat(file, ticks: Locked(0))
+    }
+
+    #expect(shown == file.expected, "the photo on screen is not the file's photo, decoded")
+    // A decode on the main actor cannot start the hold: the heartbeat test names that cause.
+    guard let wait = waited.value, wait.started else { return }
+    #expect(
+      wait.conditionMet,
+      Comment(
+        rawValue: "while the test held the main actor after the first row, the decode read "
+          + "only \(wait.seenWhenItEnded) of \(height) rows: part of it went back to the main "
+          + "actor on its way. In this module a type, its methods and its static helpers belong "
+          + "to the main actor unless marked otherwise, and a @concurrent function that awaits "
+          + "one of them hops back for each call; make the decoder nonisolated, so that the "
+          + "whole decode stays off the main actor"))
+  }
+
+  @Test(
+    "The file is read row by row: one read at a time, each row in its place",
+    .enabled(
+      if: ProcessInfo.processInfo.activeProcessorCount >= 2,
+      Comment(rawValue: "reads can overlap only on two cores or more")))
+  func readsRowByRow() async throws {
+    let height = 8
+    let fileBox = Locked<ScriptedPhotoFile?>(nil)
+    // The first read lasts until a second read starts (or a third of a second has passed):
+    // a decode that reads rows from several tasks at once starts one meanwhile, and the
+    // rows come back out of order.
+    let file = ScriptedPhotoFile(height: height) { row in
+      guard row == 0, let file = fileBox.value else { return }
+      let start = ContinuousClock.now
+      while file.rowsRead < 2, ContinuousClock.now - start < .milliseconds(300) {
+        usleep(1_000)
+      }
+    }
+    fileBox.withLock { $0 = file }
+    // Without the pool check, whose squeeze would leave the decode one thread and hide the
+    // overlap.
+    let shown = try await withoutPoolCheck { @Sendable in
+      try await withDeadline(
+        .seconds(10), "open(_:named:)", hint: Self.openHint, checksPool: false
+      ) {
+        try await Self.openWithAHeartbeat(file, ticks: Locked(0))
+      }
+    }
+
+    #expect(
+      file.mostReadsAtOnce == 1,
+      Comment(
+        rawValue: "the decode read \(file.mostReadsAtOnce) rows at the same time: a PhotoFile "
+          + "hands out its next row on each read, so rows read from several tasks at once "
+          + "(a task group, one Task per row) come back in whatever order the tasks get them. "
+          + "Read the rows one after the other, in the decode's own task"))
+    #expect(
+      shown == file.expected,
+      "the photo on screen is not the file's photo, decoded: its rows are out of place")
   }
 
   @Test("The screen's state changes on the main actor, not on the thread that decoded")
@@ -398,6 +478,9 @@ private final class ScriptedPhotoFile: PhotoFile {
   private let badRow: Int?
   private let beforeReturning: @Sendable (Int) -> Void
   private let reads = Locked<[String?]>([])
+  private let readsUnderWay = Locked((now: 0, most: 0))
+  /// The most reads that were under way at the same time.
+  var mostReadsAtOnce: Int { readsUnderWay.value.most }
 
   init(
     height: Int, badRow: Int? = nil, beforeReturning: @escaping @Sendable (Int) -> Void = { _ in }
@@ -413,6 +496,11 @@ private final class ScriptedPhotoFile: PhotoFile {
       reads.append(trace)
       return reads.count - 1
     }
+    readsUnderWay.withLock {
+      $0.now += 1
+      $0.most = max($0.most, $0.now)
+    }
+    defer { readsUnderWay.withLock { $0.now -= 1 } }
     beforeReturning(row)
     if row == badRow { return [3, 0] }
     return [UInt8(width / 2), grey(row), UInt8(width - width / 2), grey(row) &+ 100]
@@ -501,6 +589,50 @@ private final class HeartbeatPacing: Sendable {
         state.gaveUp = true
       }
     }
+  }
+}
+
+/// Holds the main actor from a job of its own, started from another thread, until a
+/// condition holds or the time is up, and says how it ended.
+private final class MainActorWait: Sendable {
+  private let state = Locked((started: false, met: false, seen: 0))
+  private let rows: @Sendable () -> Int
+
+  private init(rows: @escaping @Sendable () -> Int) { self.rows = rows }
+
+  /// Whether the hold began (it cannot while the caller itself holds the main actor).
+  var started: Bool { state.value.started }
+  /// Whether the condition held before the time was up.
+  var conditionMet: Bool { state.value.met }
+  /// What `rows` said when the hold ended.
+  var seenWhenItEnded: Int { state.value.seen }
+
+  /// Starts a hold on the main queue (the main actor's executor) that lasts until
+  /// `condition` holds or `limit` has passed; waits up to a second for it to begin.
+  static func holdUntil(
+    atMost limit: Duration, rows: @escaping @Sendable () -> Int = { 0 },
+    _ condition: @escaping @Sendable () -> Bool
+  ) -> MainActorWait {
+    let wait = MainActorWait(rows: rows)
+    let started = DispatchSemaphore(value: 0)
+    DispatchQueue.main.async {
+      wait.state.withLock { $0.started = true }
+      started.signal()
+      // Blocks the main actor on purpose: nothing else can run there meanwhile.
+      let start = ContinuousClock.now
+      while !condition(), ContinuousClock.now - start < limit { usleep(1_000) }
+      let met = condition()
+      let seen = wait.rows()
+      wait.state.withLock {
+        $0.met = met
+        $0.seen = seen
+      }
+    }
+    if started.wait(timeout: .now() + 1) == .timedOut {
+      // The hold will still run once the main actor is free, and end at once or soon.
+      wait.state.withLock { $0.started = false }
+    }
+    return wait
   }
 }
 
