@@ -22,6 +22,10 @@ import WorkbookTesting
 /// | progress of a 40-photo sync | — | each step on the main thread before the engine starts the next upload, in order; full when syncNow returns: `progressKeepsUpWithTheUpload` | — | the screen read on the main queue at each upload |
 /// | the library reports changes | — | listed on the main thread only, unchanged while the main thread is busy: `libraryChangesReachTheMainThreadOnly`; 30 changes listed in order: `libraryChangesReachTheMainThreadOnly` | — | the observer called on the library's change queue; the queue does not wait for the main thread: `libraryChangesReachTheMainThreadOnly` |
 /// | photos reported while a sync runs (a new photo, a new revision of one being synced) | — | still waiting afterwards: `photosReportedDuringASyncStayWaiting` | — | — |
+/// | the sync's task cancelled before it starts | nothing: `cancelledBeforeItStarts` | every photo still waiting: `cancelledBeforeItStarts` | — | — |
+/// | two screens syncing on one engine at once | one sync's photos, then the other's, never mixed: `twoSyncsDoNotInterleave` | — | — | the engine's sync never suspends |
+/// | one Task { @MainActor } per progress step or per library change | — allowed (catalogued as an alternative): each is queued on the main actor at once, and the main actor runs them in the order they were queued | | | |
+/// | a second "Sync now" while a sync runs, returning at once (an isSyncing guard) | — allowed: syncNow promises nothing about a second call while one runs | | | |
 /// | the sync's task cancelled during its second upload | no photo after the second: `cancellingStopsTheSync` | the photos not reached stay waiting; "2 uploaded": `cancellingStopsTheSync` | — | syncNow returns: `cancellingStopsTheSync` |
 /// | 8 screens syncing overlapping photos on one engine at once | each revision once, never two uploads at once: `manySyncsOnOneEngine` | every screen done, its status adding up: `manySyncsOnOneEngine` | — | the engine's syncs one at a time |
 /// | countUploadedPhoto() from 8 threads at once | — | — | every count made, none lost, none late: `countsFromManyThreads` | any thread, synchronously |
@@ -323,6 +327,66 @@ struct PhotoSyncTests {
     #expect(
       rig.model.status == "2 uploaded, 0 up to date, 0 in conflict",
       Comment(rawValue: "the status line said \"\(rig.model.status)\": " + photoSyncStatusHint))
+  }
+
+  @Test("A sync whose task is cancelled before it starts uploads nothing")
+  func cancelledBeforeItStarts() async throws {
+    let rig = PhotoSyncRig()
+    let photos = photoSyncPhotos("fjord", count: 3)
+    guard await rig.report(photos) else { return }
+
+    let model = rig.model
+    // The task runs on the main actor, as this test does: it cannot start before the test
+    // awaits, so it is cancelled before its first photo.
+    let task = Task { await model.syncNow() }
+    task.cancel()
+    try await withDeadline(
+      .seconds(2), "syncNow()", hint: "a sync cancelled before it starts should still return"
+    ) { await task.value }
+
+    let uploaded = rig.server.uploads.map(\.photo)
+    #expect(
+      uploaded.isEmpty,
+      Comment(
+        rawValue: "the sync's task was cancelled before it started, and the server got "
+          + "\(uploaded.count) photos (\(uploaded.prefix(2).map(\.id))): the engine checks for "
+          + "cancellation before each photo, the first one too, and stops there"))
+    #expect(
+      rig.model.waiting == photos,
+      Comment(
+        rawValue: "after a sync cancelled before it started, the screen listed "
+          + "\(rig.model.waiting) as waiting: the photos the sync did not reach stay waiting"))
+  }
+
+  @Test("Two screens syncing on one engine at once: one sync after the other, never mixed")
+  func twoSyncsDoNotInterleave() async throws {
+    let server = PhotoSyncTestServer()
+    let engine = PhotoSyncEngine(server: server)
+    let left = PhotoSyncRig(server: server, engine: engine)
+    let right = PhotoSyncRig(server: server, engine: engine)
+    let leftPhotos = photoSyncPhotos("left", count: 6)
+    let rightPhotos = photoSyncPhotos("right", count: 6)
+    guard await left.report(leftPhotos), await right.report(rightPhotos) else { return }
+
+    let (leftModel, rightModel) = (left.model, right.model)
+    try await withDeadline(.seconds(10), "2 syncNow() at once", checksPool: false) {
+      await withTaskGroup(of: Void.self) { group in
+        group.addTask { await leftModel.syncNow() }
+        group.addTask { await rightModel.syncNow() }
+      }
+    }
+
+    let order = server.uploads.map(\.photo)
+    let leftFirst = order.first.map(leftPhotos.contains) ?? true
+    let expected = leftFirst ? leftPhotos + rightPhotos : rightPhotos + leftPhotos
+    #expect(
+      order == expected,
+      Comment(
+        rawValue: "two screens synced 6 photos each on one engine at once, and the server got "
+          + "them mixed: \(order.map(\.id)). The engine runs one sync at a time because its "
+          + "sync never suspends; an await inside it (of a main-actor progress step, say) lets "
+          + "the other sync in at each one. Call the progress synchronously there, and let "
+          + "it queue its work on the main thread"))
   }
 
   @Test("Eight screens syncing overlapping photos on one engine: each revision uploaded once")
