@@ -98,7 +98,10 @@ public enum App {
     if report.next == nil, invocation.exercise != nil {
       report.next = nextAfterPass(selection, in: workbook, root: root)
     }
-    if invocation.json {
+    if invocation.diagnosticLines {
+      let lines = DiagnosticLinesFormat.render(report, root: root)
+      if !lines.isEmpty { Output.out(lines) }
+    } else if invocation.json {
       Output.out(report.json())
     } else {
       Output.out(

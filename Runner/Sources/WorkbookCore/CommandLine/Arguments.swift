@@ -12,6 +12,9 @@ public struct Invocation: Equatable, Sendable {
   public var chapter: Int?
   public var exercise: String?
   public var json = false
+  /// `check --format diagnostics`: one compiler-style line per finding (see
+  /// ``DiagnosticLinesFormat``).
+  public var diagnosticLines = false
   public var timeout: Double = 30
   public var jobs = 2
   /// `mistakes --repeat N`: runs of each variant's suite on one build.
@@ -37,8 +40,9 @@ public enum ArgumentParser {
     usage: workbook <command> [options]
 
     commands:
-      check [--chapter N | --exercise ID] [--json]
-                         grade exercises (all chapters by default)
+      check [--chapter N | --exercise ID] [--json | --format text|json|diagnostics]
+                         grade exercises (all chapters by default); diagnostics prints
+                         one compiler-style line per finding, for editors
       hint ID [--all]    show the next hint for an exercise, e.g. workbook hint 1.3;
                          --all shows again every hint revealed so far
       reset ID           put an exercise's file back as shipped, e.g. workbook reset 1.3;
@@ -72,7 +76,7 @@ public enum ArgumentParser {
 
   /// Options each command accepts (besides --root).
   static let accepted: [Invocation.Command: Set<String>] = [
-    .check: ["--chapter", "--exercise", "--json", "--timeout", "--jobs"],
+    .check: ["--chapter", "--exercise", "--json", "--format", "--timeout", "--jobs"],
     .hint: ["--exercise", "--all"],
     .reset: ["--exercise"],
     .watch: ["--chapter", "--timeout", "--jobs"],
@@ -135,6 +139,16 @@ public enum ArgumentParser {
         invocation.exercise = try value(for: option, inline: argument, from: &remaining)
       case "--json":
         invocation.json = true
+      case "--format":
+        let text = try value(for: option, inline: argument, from: &remaining)
+        switch text {
+        case "text": invocation.json = false
+        case "json": invocation.json = true
+        case "diagnostics": invocation.diagnosticLines = true
+        default:
+          throw .usage(
+            "workbook: --format expects text, json or diagnostics; got '\(text)'")
+        }
       case "--timeout":
         let text = try value(for: option, inline: argument, from: &remaining)
         guard let seconds = Double(text), seconds > 0 else {
