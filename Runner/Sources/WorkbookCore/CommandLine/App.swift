@@ -263,14 +263,7 @@ public enum App {
     else {
       throw .usage("workbook: there is no exercise \(id). \(validExercises(workbook))")
     }
-    switch try StarterReset.reset(exercise, in: chapter, root: root) {
-    case .unchanged(let path):
-      Output.out("\(exercise.id) \(exercise.name): \(path) already is the starter as shipped.")
-    case .restored(let path, let backup):
-      Output.out(
-        "\(exercise.id) \(exercise.name): \(path) is the starter as shipped again."
-          + (backup.map { " Your version is kept at \($0)." } ?? ""))
-    }
+    Output.out(resetMessage(try StarterReset.reset(exercise, in: chapter, root: root), exercise))
     return 0
   }
 
@@ -387,6 +380,11 @@ public enum App {
     var snapshot = watcher.snapshot()
     var exercises = chapter.exercises
     var saved: [String] = []
+    // Single keys while it waits, only when a person is at a terminal.
+    let keys = KeyInput()
+    defer { keys?.restore() }
+    var focus: String?
+    var lastReport: ChapterReport?
     while true {
       if terminal.progress || terminal.color {
         FileHandle.standardOutput.write(Data("\u{1B}[H\u{1B}[2J".utf8))
@@ -404,12 +402,17 @@ public enum App {
       let problems = record(report, root: root)
       Output.out(TextRenderer(terminal: terminal).render(report))
       problems.forEach(Output.err)
+      // The standing of every exercise of the chapter, for the keys (a save re-grades some).
+      let standing = chapterStanding(chapter, root: root)
+      focus = WatchFocus.after(standing, current: focus)
+      lastReport = standing
       let scope =
         invocation.chapter == nil ? "a file under Chapters/" : "a file of chapter \(chapter.number)"
       Output.out(
         terminal.paint(
           "\nwatching Chapters/\(invocation.chapter == nil ? "" : chapter.folder + "/") — save "
-            + "\(scope) to re-check it; Ctrl-C stops",
+            + "\(scope) to re-check it; "
+            + (keys == nil ? "Ctrl-C stops" : WatchKey.prompt(focus: focus)),
           .dim))
 
       // Wait for a change that matters, then for the files to settle (editors save in
@@ -420,8 +423,48 @@ public enum App {
         return paths.filter { $0.hasPrefix(watched + "/") }
       }
       var changed: [String] = []
-      while changed.isEmpty {
-        Thread.sleep(forTimeInterval: 0.5)
+      var regradeNow = false
+      while changed.isEmpty, !regradeNow {
+        if let keys {
+          if let typed = keys.key(within: .milliseconds(500)), let key = WatchKey(typed) {
+            switch key {
+            case .quit:
+              keys.restore()
+              Output.err("watch: stopped")
+              return 0
+            case .recheck:
+              regradeNow = true
+            case .reset:
+              if let focus, let exercise = workbook.exercise(id: focus) {
+                do {
+                  Output.out(
+                    resetMessage(
+                      try StarterReset.reset(exercise, in: chapter, root: root), exercise))
+                } catch {
+                  Output.err(error.description)
+                }
+              }
+              regradeNow = true
+            case .hint:
+              if let focus, let exercise = workbook.exercise(id: focus) {
+                Output.out(revealNextHint(exercise, in: chapter, root: root))
+              }
+            case .list:
+              if let lastReport { Output.out(standingList(lastReport, focus: focus)) }
+            case .next:
+              if let current = focus, let lastReport {
+                let (target, message) = WatchFocus.next(after: current, in: lastReport)
+                if let target { focus = target }
+                Output.out(message)
+              }
+            }
+            if !regradeNow {
+              Output.out(terminal.paint(WatchKey.prompt(focus: focus), .dim))
+            }
+          }
+        } else {
+          Thread.sleep(forTimeInterval: 0.5)
+        }
         let next = watcher.snapshot()
         changed = relevant(Watcher.changes(from: snapshot, to: next))
         snapshot = next
@@ -454,6 +497,48 @@ public enum App {
     return workbook.chapters.first { chapter in
       chapter.exercises.contains { progress[$0.id].verdict != .passed }
     } ?? workbook.chapters.first
+  }
+
+  /// Every exercise of `chapter` with its last verdict, from the progress file.
+  static func chapterStanding(_ chapter: Chapter, root: URL) -> ChapterReport {
+    let progress = ProgressStore(root: root).load(notice: { _ in })
+    return ChapterReport(
+      number: chapter.number, title: chapter.title, folder: chapter.folder, compiled: true,
+      notes: [],
+      exercises: chapter.exercises.map { exercise in
+        ExerciseReport(
+          id: exercise.id, name: exercise.name,
+          file: chapter.sourcePath(exercise, source: .learner),
+          verdict: progress[exercise.id].verdict ?? .notStarted, details: [], hint: nil,
+          challenge: exercise.challenge)
+      })
+  }
+
+  /// `l` in watch: one line per exercise, the one in focus marked.
+  static func standingList(_ report: ChapterReport, focus: String?) -> String {
+    report.exercises.map { exercise in
+      "\(exercise.id == focus ? "→" : " ") \(exercise.id)  \(exercise.displayName): "
+        + exercise.verdict.rawValue
+    }.joined(separator: "\n")
+  }
+
+  static func resetMessage(_ outcome: StarterReset.Outcome, _ exercise: Exercise) -> String {
+    switch outcome {
+    case .unchanged(let path):
+      "\(exercise.id) \(exercise.name): \(path) already is the starter as shipped."
+    case .restored(let path, let backup):
+      "\(exercise.id) \(exercise.name): \(path) is the starter as shipped again."
+        + (backup.map { " Your version is kept at \($0)." } ?? "")
+    }
+  }
+
+  /// The next hint of `exercise`, revealed and remembered, as `make hint` shows it.
+  static func revealNextHint(_ exercise: Exercise, in chapter: Chapter, root: URL) -> String {
+    let store = ProgressStore(root: root)
+    var (progress, _) = store.read()
+    let text = Hints.reveal(exercise, in: chapter, progress: &progress)
+    try? store.save(progress)
+    return text
   }
 
   // MARK: interrupts

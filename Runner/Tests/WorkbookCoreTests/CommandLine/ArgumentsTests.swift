@@ -24,7 +24,7 @@ import Testing
     ([], "workbook: no command given"),
     (
       ["chek"],
-      "workbook: unknown command 'chek'; the commands are: check, hint, watch, status, verify, mistakes, fingerprint, help"
+      "workbook: unknown command 'chek'; the commands are: check, hint, reset, watch, status, verify, mistakes, fingerprint, help"
     ),
     (["check", "--chapter"], "workbook: --chapter needs a value"),
     (
