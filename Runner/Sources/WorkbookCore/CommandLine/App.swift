@@ -105,7 +105,7 @@ public enum App {
       Output.out(report.json())
     } else {
       Output.out(
-        TextRenderer(terminal: terminal).render(
+        TextRenderer(terminal: terminal, root: root).render(
           report,
           moreChapters: invocation.chapter == nil
             ? nil : nextChapter(after: selection, in: workbook)))
@@ -400,7 +400,7 @@ public enum App {
       let report = try grade(
         [(chapter, exercises)], root: root, invocation: single, terminal: terminal)
       let problems = record(report, root: root)
-      Output.out(TextRenderer(terminal: terminal).render(report))
+      Output.out(TextRenderer(terminal: terminal, root: root).render(report))
       problems.forEach(Output.err)
       // The standing of every exercise of the chapter, for the keys (a save re-grades some).
       let standing = chapterStanding(chapter, root: root)

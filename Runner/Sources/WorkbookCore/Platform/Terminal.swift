@@ -3,14 +3,17 @@ import Foundation
 import Synchronization
 
 /// Where output goes and how it looks: colour only when stdout is a terminal and
-/// `NO_COLOR` is unset or empty; progress only when stderr is a terminal.
+/// `NO_COLOR` is unset or empty; progress only when stderr is a terminal; file paths as
+/// links (OSC 8) only when stdout is a terminal that is not `TERM=dumb`.
 public struct Terminal: Sendable {
   public var color: Bool
   public var progress: Bool
+  public var hyperlinks: Bool
 
-  public init(color: Bool, progress: Bool) {
+  public init(color: Bool, progress: Bool, hyperlinks: Bool = false) {
     self.color = color
     self.progress = progress
+    self.hyperlinks = hyperlinks
   }
 
   /// The settings for this process.
@@ -22,7 +25,23 @@ public struct Terminal: Sendable {
     let noColor = !(environment["NO_COLOR"] ?? "").isEmpty
     return Terminal(
       color: isatty(STDOUT_FILENO) == 1 && !noColor,
-      progress: isatty(STDERR_FILENO) == 1)
+      progress: isatty(STDERR_FILENO) == 1,
+      hyperlinks: isatty(STDOUT_FILENO) == 1 && environment["TERM"] != "dumb")
+  }
+
+  /// `text` with every path of a workbook Swift file in it (`Chapters/…/X.swift`, with a
+  /// `:LINE` if it has one) made a link to the file under `root`, when links are on.
+  public func linkingPaths(in text: String, root: URL) -> String {
+    guard hyperlinks else { return text }
+    return text.replacing(
+      /(?:Chapters|Solutions|Tests|Support)\/[A-Za-z0-9_\-.\/]+\.swift(?::\d+)?/
+    ) {
+      match in
+      let shown = String(match.output)
+      let path = shown.split(separator: ":").first.map(String.init) ?? shown
+      let url = "file://" + root.appendingPathComponent(path).path
+      return "\u{1B}]8;;\(url)\u{1B}\\\(shown)\u{1B}]8;;\u{1B}\\"
+    }
   }
 
   public enum Color: String, Sendable {

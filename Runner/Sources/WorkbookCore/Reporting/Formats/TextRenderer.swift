@@ -5,8 +5,13 @@ import Foundation
 public struct TextRenderer: Sendable {
   public var terminal: Terminal
   public var barWidth = 20
+  /// The workbook's root, for the links of file paths (see ``Terminal/linkingPaths(in:root:)``).
+  public var root: URL?
 
-  public init(terminal: Terminal) { self.terminal = terminal }
+  public init(terminal: Terminal, root: URL? = nil) {
+    self.terminal = terminal
+    self.root = root
+  }
 
   public func render(_ report: CheckReport, moreChapters: String? = nil) -> String {
     var lines: [String] = []
@@ -15,7 +20,8 @@ public struct TextRenderer: Sendable {
       lines.append("")
     }
     lines.append(contentsOf: summary(report, moreChapters: moreChapters))
-    return lines.joined(separator: "\n")
+    let text = lines.joined(separator: "\n")
+    return root.map { terminal.linkingPaths(in: text, root: $0) } ?? text
   }
 
   public func render(_ chapter: ChapterReport) -> [String] {
