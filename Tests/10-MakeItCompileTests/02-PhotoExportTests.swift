@@ -311,14 +311,26 @@ struct PhotoExportTests {
       }
       callback.check(fromCallback, options, "the callback export")
 
-      let fromAsync = try await withDeadline(
-        .seconds(20), "exportPhotos(_:options:pipeline:progress:) async", checksPool: false
-      ) {
-        await exportPhotos(
-          asyncPath.photos, options: options, pipeline: asyncPipeline,
-          progress: asyncPath.progress)
+      // The async export's children run on the pool, which another test may keep busy for
+      // a moment: an export that runs photos together shows it within 3 tries; one that runs
+      // them one at a time never does.
+      var tries = [(asyncPath, asyncPipeline)]
+      for _ in 1..<3 {
+        let again = OverlapScript()
+        tries.append((again, await MainActor.run { again.makePipeline() }))
       }
-      asyncPath.check(fromAsync, options, "the async export")
+      for (index, (script, pipeline)) in tries.enumerated() {
+        let fromAsync = try await withDeadline(
+          .seconds(20), "exportPhotos(_:options:pipeline:progress:) async", checksPool: false
+        ) {
+          await exportPhotos(
+            script.photos, options: options, pipeline: pipeline, progress: script.progress)
+        }
+        if script.overlapped || index == tries.count - 1 {
+          script.check(fromAsync, options, "the async export")
+          break
+        }
+      }
     }
   }
 
@@ -598,6 +610,9 @@ private final class OverlapScript: Sendable {
       return exportForTests(photo, maxSide: options.maxSide, watermark: options.watermark)
     }
   }
+
+  /// Whether photo-1 was in the pipeline while photo-0 was.
+  var overlapped: Bool { seen.withLock { $0.overlapped } }
 
   /// Records what went wrong in `what`, which handed back `exported`.
   func check(
