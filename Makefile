@@ -48,7 +48,7 @@ FIRST_CHAPTER = $(strip $(if $(filter check watch,$(or $(MAKECMDGOALS),$(.DEFAUL
   $(if $(CHAPTER),$(CHAPTER),$(if $(EXERCISE),$(firstword $(subst ., ,$(EXERCISE))),1))))
 
 # Left out of the environment of the chapter's build, as the runner leaves them out
-# (BuildRequest.volatileVariables in Runner/Sources/WorkbookCore/BuildStep.swift): SwiftPM
+# (BuildRequest.volatileVariables in Runner/Sources/WorkbookCore/Building/BuildStep.swift): SwiftPM
 # compiles the manifest again whenever the environment differs from its last build's.
 BUILD_VOLATILE := MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES MAKE_TERMOUT MAKE_TERMERR \
   MAKE_RESTARTS CHAPTER EXERCISE ALL LIMIT WRITE QUICK RUNS NAME SOURCE PORT WORKBOOK_MAKE WORKBOOK_LONG_TESTS \
