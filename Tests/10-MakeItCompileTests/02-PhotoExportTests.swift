@@ -764,15 +764,7 @@ private final class ExportTestPipeline: Sendable {
   /// then opens it, so that the other photos do not wait too (the test then fails on what
   /// it checks, without the wait).
   private func waitForTheGate() {
-    var counted = Duration.zero
-    let started = ContinuousClock.now
-    while !state.withLock({ $0.gateOpen }), counted < .seconds(2),
-      ContinuousClock.now - started < .seconds(10)
-    {
-      let before = ContinuousClock.now
-      usleep(1_000)
-      counted += min(ContinuousClock.now - before, .milliseconds(20))
-    }
+    _ = waitRunnable(upTo: .seconds(2)) { state.withLock { $0.gateOpen } }
     openGate()
   }
 
