@@ -207,32 +207,3 @@ struct SharedStateTests {
           + "grew by \(counted) by the time its completion ran: " + Self.lateHint))
   }
 }
-
-/// Runs `body` on `count` threads of their own, started together, and returns once all
-/// have finished.
-private func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) async {
-  let line = StartLine(parties: count)
-  await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-    let group = DispatchGroup()
-    for index in 0..<count {
-      group.enter()
-      Thread {
-        line.go(jitter: 0...0)
-        body(index)
-        group.leave()
-      }.start()
-    }
-    group.notify(queue: .global()) { continuation.resume() }
-  }
-}
-
-private func onThreads(_ count: Int, _ body: @escaping @Sendable () -> Void) async {
-  await onThreads(count) { (_: Int) in body() }
-}
-
-/// Runs `body` on a thread of its own and returns its result.
-private func onAnotherThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-  await withCheckedContinuation { continuation in
-    Thread { continuation.resume(returning: body()) }.start()
-  }
-}

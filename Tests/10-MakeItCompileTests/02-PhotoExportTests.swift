@@ -13,7 +13,7 @@ import WorkbookTesting
 ///
 /// | path | photos | progress | options | thread, isolation |
 /// | --- | --- | --- | --- | --- |
-/// | `exportPhotos(_:options:pipeline:progress:completion:)` | every one, in order, once: `callbackExportReturnsEveryPhoto`; in order when the last finishes first: `photosRunTogetherAndCountAsTheyGo`; none lost when two workers store at the same instant: `callbackExportKeepsPhotosOfWorkersThatFinishTogether` | each counted once by the completion: `callbackExportReturnsEveryPhoto`; as soon as it is done, in the order counted: `photosRunTogetherAndCountAsTheyGo`; none lost when two count at the same instant: `callbackExportKeepsPhotosOfWorkersThatFinishTogether` | those it was given: `callbackExportReturnsEveryPhoto` | returns at once, completion later, not on the caller's thread: `callbackExportReturnsAtOnce`; completion on a background queue: `callbackExportReturnsEveryPhoto`; pipeline off the main actor: `mainActorStaysResponsive` |
+/// | `exportPhotos(_:options:pipeline:progress:completion:)` | every one, in order, once: `callbackExportReturnsEveryPhoto`; in order when the last finishes first: `photosRunTogetherAndCountAsTheyGo`; none lost when two workers store at the same instant: `callbackExportKeepsPhotosOfWorkersThatFinishTogether`; none lost when many store quickly, one after another: `callbackExportKeepsEveryPhotoOfALongExport` | each counted once by the completion: `callbackExportReturnsEveryPhoto`; as soon as it is done, in the order counted: `photosRunTogetherAndCountAsTheyGo`; none lost when two count at the same instant: `callbackExportKeepsPhotosOfWorkersThatFinishTogether`; none lost when many count quickly, one after another: `callbackExportKeepsEveryPhotoOfALongExport` | those it was given: `callbackExportReturnsEveryPhoto` | returns at once, completion later, not on the caller's thread: `callbackExportReturnsAtOnce`; completion on a background queue: `callbackExportReturnsEveryPhoto`; pipeline off the main actor: `mainActorStaysResponsive` |
 /// | `exportPhotos(_:options:pipeline:progress:) async` | every one, in order: `asyncExportReturnsEveryPhoto`; in order when the last finishes first: `photosRunTogetherAndCountAsTheyGo` | each counted once by the return: `asyncExportReturnsEveryPhoto`; as soon as it is done: `photosRunTogetherAndCountAsTheyGo` | those it was given: `asyncExportReturnsEveryPhoto` | off the caller's actor (called from the main actor): `mainActorStaysResponsive` |
 /// | `PhotoExportModel.startExport(_:)` | in `exported` when its task ends: `modelSetsProgressAndPhotos` | `progress` set before it returns, complete at the end: `modelSetsProgressAndPhotos` | as they were when it started, whatever the sheet edits meanwhile: `sheetEditsDoNotReachARunningExport`; the next export uses the edits: `sheetEditsDoNotReachARunningExport` | returns at once, the main actor keeps running jobs while the pipeline works: `mainActorStaysResponsive` |
 /// | several exports at once, both APIs, one pipeline | each its own photos, none lost: `manyExportsAtOnce` | each its own, none lost or doubled, never going back, read meanwhile from another thread: `manyExportsAtOnce` | — each export's own, as above | completion called once each: `manyExportsAtOnce` (a second call after the test has ended would go unseen: nothing in the fix adds one) |
@@ -408,13 +408,18 @@ struct PhotoExportTests {
       return exportForTests(photo, maxSide: options.maxSide, watermark: options.watermark)
     }
     let progress = PhotoExportProgress(total: photos.count)
+    // Without the pool check, this test's or another's: it would hold one of the threads
+    // that the export's queue runs its workers on.
     let exported = try await withOneStressAtATime { @Sendable in
-      try await withDeadline(
-        .seconds(30), "exportPhotos(_:options:pipeline:progress:completion:)", checksPool: false
-      ) {
-        await withCheckedContinuation { continuation in
-          exportPhotos(photos, options: options, pipeline: pipeline, progress: progress) {
-            continuation.resume(returning: $0)
+      try await withoutPoolCheck { @Sendable in
+        try await withDeadline(
+          .seconds(30), "exportPhotos(_:options:pipeline:progress:completion:)",
+          checksPool: false
+        ) {
+          await withCheckedContinuation { continuation in
+            exportPhotos(photos, options: options, pipeline: pipeline, progress: progress) {
+              continuation.resume(returning: $0)
+            }
           }
         }
       }
@@ -422,22 +427,78 @@ struct PhotoExportTests {
     if let fault = photosFault(exported, photos, options, "the callback export") {
       Issue.record(
         Comment(
-          rawValue: fault + ". Its workers finished two at a time, at the same instant: each "
-            + "must store its photo in one locked step (one withLock that sets its slot); "
-            + "copying the slots out in one withLock and back in a second lets the second "
-            + "worker's copy drop the first one's photo"))
+          rawValue: fault + ". Its workers finished two at a time, at the same instant: "
+            + Self.storeInOneStep))
     }
     if let fault = countFault(
       progress.exported, photos, "the callback export's completion was called")
     {
       Issue.record(
         Comment(
-          rawValue: fault + ". Its workers counted two at a time, at the same instant: each "
-            + "photoExported(_:) must read and change the names in one locked step (one "
-            + "withLock that appends); reading them in one withLock and storing a new array in "
-            + "a second lets the second worker's store drop the first one's count"))
+          rawValue: fault + ". Its workers counted two at a time, at the same instant. "
+            + Self.countInOneStep))
     }
   }
+
+  @Test("The callback export keeps every photo of a long export through a quick pipeline")
+  func callbackExportKeepsEveryPhotoOfALongExport() async throws {
+    // Many photos through a pipeline that is quick, but not so quick that one worker could
+    // drain the queue alone: the workers store at the same time, and the longer the list,
+    // the longer a copy of it takes, so a store made of two locked steps (copy out, then
+    // back) is overtaken, also on one core, when a worker is paused between the two.
+    let photos = makePhotos(
+      underThreadSanitizer ? 300 : stressAmount(grading: 2_000, verify: 4_000))
+    let options = PhotoExportOptions(maxSide: 2)
+    let pipeline = PhotoExportPipeline { @Sendable photo, options in
+      let started = ContinuousClock.now
+      while ContinuousClock.now - started < .microseconds(50) {}
+      return exportForTests(photo, maxSide: options.maxSide, watermark: options.watermark)
+    }
+    let progress = PhotoExportProgress(total: photos.count)
+    // The pool check, this test's or another's, would hold one of the threads that the
+    // export's queue runs its workers on: on two cores, they would run one at a time.
+    let exported = try await withOneStressAtATime { @Sendable in
+      try await withoutPoolCheck { @Sendable in
+        try await withDeadline(
+          .seconds(30),
+          "exportPhotos(_:options:pipeline:progress:completion:) of \(photos.count) photos",
+          checksPool: false
+        ) {
+          await withCheckedContinuation { continuation in
+            exportPhotos(photos, options: options, pipeline: pipeline, progress: progress) {
+              continuation.resume(returning: $0)
+            }
+          }
+        }
+      }
+    }
+    if let fault = photosFault(exported, photos, options, "the callback export") {
+      Issue.record(
+        Comment(
+          rawValue: fault + ". Its workers stored many photos, quickly, at the same time: "
+            + Self.storeInOneStep))
+    }
+    if let fault = countFault(
+      progress.exported, photos, "the callback export's completion was called")
+    {
+      Issue.record(
+        Comment(
+          rawValue: fault + ". Its workers counted many photos, quickly, at the same time. "
+            + Self.countInOneStep))
+    }
+  }
+
+  /// How a worker stores its photo safely, for a test that caught photos lost.
+  nonisolated static let storeInOneStep =
+    "each must store its photo in one locked step (one withLock that sets its slot); copying "
+    + "the slots out in one withLock and back in a second lets another worker's copy drop "
+    + "photos stored in between"
+
+  /// How a worker counts its photo safely, for a test that caught counts lost.
+  nonisolated static let countInOneStep =
+    "Each photoExported(_:) must read and change the names in one locked step (one withLock "
+    + "that appends); reading them in one withLock and storing a new array in a second lets "
+    + "another worker's store drop counts made in between"
 
   @Test("An export of no photos finishes at once, with nothing to show")
   func emptyExport() async throws {

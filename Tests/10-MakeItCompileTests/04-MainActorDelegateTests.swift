@@ -151,16 +151,16 @@ struct MainActorDelegateTests {
         round.isMultiple(of: 2) ? .phoneCall : .cameraInUseByAnotherApp
       // The camera's side, played from threads of the test's own: labels, an interruption,
       // its end.
-      await aisleOnAnotherThread {
+      await onAnotherThread {
         scanner.read(labels)
         scanner.interrupt(reason)
       }
-      await aisleOnAnotherThread { scanner.endInterruption() }
+      await onAnotherThread { scanner.endInterruption() }
       listed += labels
       expected.append((.interrupted(reason), .paused(reason, labelsSoFar: listed.count), listed))
       expected.append((.interruptionEnded, .scanning, listed))
     }
-    await aisleOnAnotherThread { scanner.read(["aisle-last"]) }
+    await onAnotherThread { scanner.read(["aisle-last"]) }
     model.finish()
     expected.append((.stopped, .finished(labelCount: listed.count + 1), listed + ["aisle-last"]))
 
@@ -283,16 +283,6 @@ private func aisleLetTheMainActorCatchUp() async {
     DispatchQueue.main.async { done.resume() }
   }
   for _ in 0..<10 { await Task.yield() }
-}
-
-/// Runs `body` on a thread of its own and returns once it has.
-private func aisleOnAnotherThread(_ body: @escaping @Sendable () -> Void) async {
-  await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-    Thread {
-      body()
-      continuation.resume()
-    }.start()
-  }
 }
 
 /// Why the screen showed `shown` when `event` returned instead of `expected`; `statusBefore`

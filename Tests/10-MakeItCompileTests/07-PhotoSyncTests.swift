@@ -46,7 +46,7 @@ struct PhotoSyncTests {
     let before = photosUploadedSinceLaunch
 
     try await rig.syncNow()
-    let counted = await photoSyncOnAnotherThread { photosUploadedSinceLaunch } - before
+    let counted = await onAnotherThread { photosUploadedSinceLaunch } - before
     guard rig.uploadedOffTheMainThread() else { return }
 
     let uploaded = rig.server.uploads.map(\.photo)
@@ -96,7 +96,7 @@ struct PhotoSyncTests {
 
     try await rig.syncNow()
     guard rig.uploadedOffTheMainThread() else { return }
-    let (counted, pending) = await photoSyncOnAnotherThread {
+    let (counted, pending) = await onAnotherThread {
       (
         photosUploadedSinceLaunch,
         PhotoConflictStore.shared.pending.filter { $0.photoID.hasSuffix(tag) }
@@ -146,7 +146,7 @@ struct PhotoSyncTests {
       Comment(
         rawValue: "the status line said \"\(rig.model.status)\" after a sync of a photo the "
           + "server had and a photo the server has a newer revision of: " + photoSyncStatusHint))
-    let keptAgain = await photoSyncOnAnotherThread {
+    let keptAgain = await onAnotherThread {
       PhotoConflictStore.shared.pending.filter { $0.photoID.hasSuffix(tag) }
     }
     #expect(
@@ -455,7 +455,7 @@ struct PhotoSyncTests {
       // machine a short loop runs whole within one time slice and meets no other thread.
       let budget = stressAmount(grading: Duration.milliseconds(300), verify: .seconds(1))
       let counts = Locked(0)
-      await photoSyncOnThreads(8) { _ in
+      await onThreads(8) { _ in
         let clock = ContinuousClock()
         let end = clock.now.advanced(by: budget)
         var mine = 0
@@ -512,7 +512,7 @@ struct PhotoSyncTests {
         let ids = (0..<8).map { thread in
           (0..<100).map { "conflict-\(tag)-\(round)-\(thread)-\($0)" }
         }
-        await photoSyncOnThreads(8) { thread in
+        await onThreads(8) { thread in
           for id in ids[thread] {
             store.keep(PhotoSyncConflict(photoID: id, localRevision: 1, serverRevision: 2))
           }
@@ -535,7 +535,7 @@ struct PhotoSyncTests {
         // Every thread tries to settle every conflict, all in the same order, at once.
         let all = Array(ids.joined())
         let settled = Locked<[String: Int]>([:])
-        await photoSyncOnThreads(8) { _ in
+        await onThreads(8) { _ in
           var mine: [String] = []
           for id in all where store.settle(id) != nil { mine.append(id) }
           settled.withLock { for id in mine { $0[id, default: 0] += 1 } }
@@ -756,31 +756,4 @@ private func photoSyncEventually(
     counted += min(clock.now - before, .milliseconds(25))
   }
   return true
-}
-
-/// Runs `body` on a thread of its own and returns its result.
-private func photoSyncOnAnotherThread<T: Sendable>(
-  _ body: @escaping @Sendable () -> T
-) async -> T {
-  await withCheckedContinuation { continuation in
-    Thread { continuation.resume(returning: body()) }.start()
-  }
-}
-
-/// Runs `body` on `count` threads of their own, started together, and returns once all have
-/// finished.
-private func photoSyncOnThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) async {
-  let line = StartLine(parties: count)
-  await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-    let group = DispatchGroup()
-    for index in 0..<count {
-      group.enter()
-      Thread {
-        line.go(jitter: 0...0)
-        body(index)
-        group.leave()
-      }.start()
-    }
-    group.notify(queue: .global()) { continuation.resume() }
-  }
 }
