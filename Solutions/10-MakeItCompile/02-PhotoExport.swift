@@ -152,19 +152,15 @@ final class PhotoExportModel {
     let progress = PhotoExportProgress(total: photos.count)
     self.progress = progress
     // A copy of the options as they are now: the sheet's later edits change the model's,
-    // not this one. Everything the task captures is Sendable, so it may leave the main actor.
+    // not this one.
     let options = options
-    let pipeline = pipeline
-    return Task.detached {
-      let exported = await exportPhotos(
+    // A task on the main actor, like this method, with the caller's priority and task-local
+    // values: it suspends at the await, and the nonisolated export runs the photos off the
+    // main actor meanwhile. (`Task.detached` would drop those, to gain nothing.)
+    return Task {
+      exported = await exportPhotos(
         photos, options: options, pipeline: pipeline, progress: progress)
-      // Back on the main actor for the model's own state.
-      await self.finish(exported)
     }
-  }
-
-  private func finish(_ exported: [ExportedPhoto]) {
-    self.exported = exported
   }
 }
 

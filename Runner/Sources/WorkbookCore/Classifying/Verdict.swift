@@ -27,12 +27,15 @@ public enum Verdict: String, Sendable, Codable, CaseIterable, Equatable {
 }
 
 /// A verdict with the lines that explain it, as shown under the exercise.
-public struct Grade: Sendable, Equatable, Codable {
+public struct Grade: Sendable, Equatable {
   public var verdict: Verdict
   public var details: [String]
+  /// The notes a passing answer earned; empty for any other verdict.
+  public var notes: [Note]
 
-  public init(_ verdict: Verdict, _ details: [String] = []) {
+  public init(_ verdict: Verdict, _ details: [String] = [], notes: [Note] = []) {
     self.verdict = verdict
     self.details = details
+    self.notes = notes
   }
 }

@@ -93,7 +93,9 @@ public enum App {
   {
     let workbook = try MetadataLoader.load(root: root)
     let selection = try select(invocation, in: workbook)
-    var report = try grade(selection, root: root, invocation: invocation, terminal: terminal)
+    var report = try grade(
+      selection, root: root, invocation: invocation, terminal: terminal,
+      notes: workbook.notes ?? [])
     let problems = record(report, root: root)
     if report.next == nil, invocation.exercise != nil {
       report.next = nextAfterPass(selection, in: workbook, root: root)
@@ -150,11 +152,13 @@ public enum App {
 
   static func grade(
     _ selection: [(chapter: Chapter, exercises: [Exercise])], root: URL, invocation: Invocation,
-    terminal: Terminal
+    terminal: Terminal, notes: [NoteRule]
   ) throws(WorkbookError) -> CheckReport {
+    var options = GraderOptions(
+      root: root, source: .learner, timeout: invocation.timeout, jobs: invocation.jobs)
+    options.noteRules = notes
     let grader = Grader(
-      options: GraderOptions(
-        root: root, source: .learner, timeout: invocation.timeout, jobs: invocation.jobs),
+      options: options,
       status: StatusLine(enabled: terminal.progress && !invocation.json, plain: !invocation.json))
     // A chapter without exercises has nothing to build or grade.
     let graded = try grader.grade(selection.filter { !$0.exercises.isEmpty }).reports
@@ -345,7 +349,7 @@ public enum App {
     let checker = MistakeChecker(
       root: root, timeout: invocation.timeout, jobs: invocation.jobs,
       status: StatusLine(enabled: terminal.progress), repeats: invocation.repeats,
-      only: invocation.only)
+      only: invocation.only, noteRules: workbook.notes ?? [])
     let (passed, failed) = try checker.run(selection) { result in
       Output.out(Verifier.line(result, terminal: terminal).joined(separator: "\n"))
     }
@@ -398,7 +402,8 @@ public enum App {
       single.chapter = chapter.number
       single.exercise = nil
       let report = try grade(
-        [(chapter, exercises)], root: root, invocation: single, terminal: terminal)
+        [(chapter, exercises)], root: root, invocation: single, terminal: terminal,
+        notes: workbook.notes ?? [])
       let problems = record(report, root: root)
       Output.out(TextRenderer(terminal: terminal, root: root).render(report))
       problems.forEach(Output.err)

@@ -8,6 +8,9 @@ public struct ExerciseReport: Sendable, Equatable, Codable {
   public var file: String
   public var verdict: Verdict
   public var details: [String]
+  /// What a passing answer earned (see ``NoteRule``): never a reason to fail; empty for any
+  /// other verdict.
+  public var notes: [Note] = []
   /// The command that shows the next hint; `null` for a passed exercise.
   public var hint: String?
   /// True for a chapter's challenge exercise (encoded only when true).
@@ -34,7 +37,7 @@ public struct ExerciseReport: Sendable, Equatable, Codable {
   public var displayName: String { challenge ? "\(name) (challenge)" : name }
 
   enum CodingKeys: String, CodingKey {
-    case id, name, file, verdict, details, hint, challenge
+    case id, name, file, verdict, details, notes, hint, challenge
   }
 
   public init(from decoder: any Decoder) throws {
@@ -44,6 +47,7 @@ public struct ExerciseReport: Sendable, Equatable, Codable {
     file = try container.decode(String.self, forKey: .file)
     verdict = try container.decode(Verdict.self, forKey: .verdict)
     details = try container.decode([String].self, forKey: .details)
+    notes = try container.decodeIfPresent([Note].self, forKey: .notes) ?? []
     hint = try container.decodeIfPresent(String.self, forKey: .hint)
     challenge = try container.decodeIfPresent(Bool.self, forKey: .challenge) ?? false
   }
@@ -55,6 +59,7 @@ public struct ExerciseReport: Sendable, Equatable, Codable {
     try container.encode(file, forKey: .file)
     try container.encode(verdict, forKey: .verdict)
     try container.encode(details, forKey: .details)
+    try container.encode(notes, forKey: .notes)
     try container.encode(hint, forKey: .hint)  // explicit null keeps the schema stable
     if challenge { try container.encode(challenge, forKey: .challenge) }
   }

@@ -24,6 +24,8 @@ public struct GraderOptions: Sendable {
   /// only when it compiles that file. Set by ``Grader/grade(_:)`` for the exercises of
   /// chapters whose answers fail on a warning.
   public var recompiledSources: [String] = []
+  /// The notes a passing answer can earn (workbook.json's `"notes"`).
+  public var noteRules: [NoteRule] = []
 
   public init(
     root: URL, source: SourceTree = .learner, scratchPath: String? = nil, timeout: Double = 30,
@@ -309,6 +311,7 @@ public struct Grader: Sendable {
     let seconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
     var grade = Classifier.grade(run, context(chapter, exercise))
     grade = forbidding(chapter, exercise, grade)
+    grade = noting(chapter, exercise, grade)
     if run.outcome.omittedBytes > 0 {
       let printed = OutputCapture.describe(bytes: run.outcome.totalBytes)
       let kept = OutputCapture.describe(bytes: OutputCapture.defaultLimit)
@@ -338,6 +341,20 @@ public struct Grader: Sendable {
     var grade = grade
     grade.details.insert(contentsOf: ForbiddenConstructScanner.details(uses, file: file), at: 0)
     grade.verdict = .failed
+    return grade
+  }
+
+  /// `grade` with the notes its file earns, when it passed: a note never changes a verdict,
+  /// and a failing answer has more pressing things to hear.
+  func noting(_ chapter: Chapter, _ exercise: Exercise, _ grade: Grade) -> Grade {
+    guard grade.verdict == .passed, !options.noteRules.isEmpty else { return grade }
+    let file = chapter.sourcePath(exercise, source: options.source)
+    guard
+      let source = try? String(
+        contentsOf: options.root.appendingPathComponent(file), encoding: .utf8)
+    else { return grade }
+    var grade = grade
+    grade.notes = NoteFinder.notes(in: source, exerciseID: exercise.id, rules: options.noteRules)
     return grade
   }
 
@@ -377,6 +394,7 @@ public struct Grader: Sendable {
       if verdict != .crashed && verdict != .neverResumed {
         report.exercises[index].verdict = .failed
       }
+      report.exercises[index].notes = []
     }
     return report
   }
@@ -394,10 +412,12 @@ public struct Grader: Sendable {
   }
 
   func report(_ chapter: Chapter, _ exercise: Exercise, _ grade: Grade) -> ExerciseReport {
-    ExerciseReport(
+    var report = ExerciseReport(
       id: exercise.id, name: exercise.name,
       file: chapter.sourcePath(exercise, source: options.source),
       verdict: grade.verdict, details: grade.details,
       hint: grade.verdict == .passed ? nil : hintCommand(exercise), challenge: exercise.challenge)
+    report.notes = grade.verdict == .passed ? grade.notes : []
+    return report
   }
 }

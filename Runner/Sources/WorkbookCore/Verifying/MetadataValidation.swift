@@ -81,11 +81,63 @@ public enum MetadataValidator {
           "chapter \(chapter.number): a forbidden construct needs both `construct` and `why`")
       }
     }
+    problems.append(contentsOf: noteProblems(workbook))
     problems.append(
       contentsOf: duplicates(workbook.chapters.map { String($0.number) }, "chapter number"))
     problems.append(contentsOf: duplicates(workbook.exercises.map(\.id), "exercise id"))
     problems.append(contentsOf: duplicates(workbook.exercises.map(\.suite), "suite name"))
     return CheckResult("workbook.json matches Package.swift; ids and suites are unique", problems)
+  }
+
+  /// What is wrong with the notes: each needs a unique id, a message, something that raises
+  /// it, scopes that name exercises, and a noted alternative that proves it; each noted
+  /// alternative must name a note that applies to its exercise.
+  static func noteProblems(_ workbook: Workbook) -> [String] {
+    let rules = workbook.notes ?? []
+    let ids = Set(workbook.exercises.map(\.id))
+    var problems = duplicates(rules.map(\.id), "note id")
+    for rule in rules {
+      if rule.message.trimmingCharacters(in: .whitespaces).isEmpty {
+        problems.append("note \(rule.id): has no message")
+      }
+      if (rule.constructs ?? []).isEmpty, rule.detector == nil {
+        problems.append("note \(rule.id): needs `constructs` or a `detector`")
+      }
+      if rule.exercises.isEmpty {
+        problems.append("note \(rule.id): applies to no exercise (`exercises` is empty)")
+      }
+      for scope in rule.exercises + (rule.except ?? [])
+      where !NoteRule.isValidScope(scope, ids: ids) {
+        problems.append(
+          "note \(rule.id): \"\(scope)\" is not an exercise id, a chapter (\"3.*\") or \"*\"")
+      }
+      let proofs = workbook.exercises.flatMap { exercise in
+        exercise.alternatives.filter { ($0.notes ?? []).contains(rule.id) }
+      }
+      if proofs.isEmpty {
+        problems.append(
+          "note \(rule.id): no alternative names it (`\"notes\": [\"\(rule.id)\"]`), so "
+            + "nothing proves that it is found")
+      }
+    }
+    for exercise in workbook.exercises {
+      for alternative in exercise.alternatives {
+        for note in alternative.notes ?? [] {
+          guard let rule = rules.first(where: { $0.id == note }) else {
+            problems.append(
+              "\(exercise.id) alternative \"\(alternative.name)\": names the note \"\(note)\", "
+                + "which workbook.json's `notes` does not list")
+            continue
+          }
+          if !rule.applies(to: exercise.id) {
+            problems.append(
+              "\(exercise.id) alternative \"\(alternative.name)\": names the note \"\(note)\", "
+                + "which does not apply to \(exercise.id)")
+          }
+        }
+      }
+    }
+    return problems
   }
 
   /// One exercise's metadata: files exist, at least two hints, a known starter verdict,

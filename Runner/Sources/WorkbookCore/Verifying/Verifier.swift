@@ -83,12 +83,12 @@ public struct Verifier: Sendable {
     }
 
     print(terminal.paint("verify: solutions (Solutions/, warnings are errors)", .bold))
-    let solutions = Grader(
-      options: GraderOptions(
-        root: root, source: .solutions, timeout: timeout, jobs: jobs,
-        extraBuildArguments: ["-Xswiftc", "-warnings-as-errors"], buildEachChapter: false,
-        longTests: true),
-      status: status)
+    var solutionOptions = GraderOptions(
+      root: root, source: .solutions, timeout: timeout, jobs: jobs,
+      extraBuildArguments: ["-Xswiftc", "-warnings-as-errors"], buildEachChapter: false,
+      longTests: true)
+    solutionOptions.noteRules = workbook.notes ?? []
+    let solutions = Grader(options: solutionOptions, status: status)
     let solved = try solutions.grade(selection)
     var buildProblems: [String] = []
     for build in solved.builds {
@@ -120,6 +120,10 @@ public struct Verifier: Sendable {
           problems.append(contentsOf: exercise.details.map { "  " + $0 })
         } else if !chapter.compiled {
           problems.append("the solutions do not compile")
+        }
+        // A reference answer that earns a caution note teaches the habit the note warns of.
+        for note in exercise.notes where note.type.isCaution {
+          problems.append("earns the \(note.type.rawValue) note \"\(note.id)\": \(note.rendered)")
         }
         record(CheckResult("\(exercise.id) solution passes", problems))
       }
@@ -212,7 +216,8 @@ public struct Verifier: Sendable {
     print(
       terminal.paint(
         "verify: mistakes and alternatives (each applied to a copy of Solutions/)", .bold))
-    let checker = MistakeChecker(root: root, timeout: timeout, jobs: jobs, status: status)
+    let checker = MistakeChecker(
+      root: root, timeout: timeout, jobs: jobs, status: status, noteRules: workbook.notes ?? [])
     let (variantsPassed, variantsFailed) = try checker.run(selection) { record($0) }
     if variantsPassed + variantsFailed == 0 {
       print(terminal.paint("        (none listed in workbook.json)", .dim))

@@ -8,11 +8,16 @@ public struct Workbook: Codable, Sendable, Equatable {
   /// When present, every exercise must list at least this many mistakes and alternatives
   /// (`workbook verify` checks it); absent while the catalogue is being written.
   public var catalogue: Catalogue?
+  /// The notes a passing answer can earn (see ``NoteRule``); absent for none.
+  public var notes: [NoteRule]?
 
-  public init(format: Int = 1, chapters: [Chapter], catalogue: Catalogue? = nil) {
+  public init(
+    format: Int = 1, chapters: [Chapter], catalogue: Catalogue? = nil, notes: [NoteRule]? = nil
+  ) {
     self.format = format
     self.chapters = chapters
     self.catalogue = catalogue
+    self.notes = notes
   }
 
   /// Every exercise, in workbook order.
@@ -169,14 +174,18 @@ public struct Mistake: Codable, Sendable, Equatable {
 }
 
 /// A correct answer in another style, as a `.patch` or `.swift` like a mistake: it must
-/// pass, so the tests never demand one style.
+/// pass, so the tests never demand one style. A noted alternative names the notes it must
+/// earn (`notes`, rules' ids): it passes *with* them, and with no other caution note. Any
+/// other alternative must earn no note but a celebratory one.
 public struct Alternative: Codable, Sendable, Equatable {
   public var name: String
   public var source: String
+  public var notes: [String]?
 
-  public init(name: String, source: String) {
+  public init(name: String, source: String, notes: [String]? = nil) {
     self.name = name
     self.source = source
+    self.notes = notes
   }
 }
 

@@ -125,6 +125,25 @@ import Testing
     #expect(lines.first?.hasPrefix("/work/book/\(Self.file):1:1: error:") == true)
   }
 
+  @Test func aPassWithNotesGetsAWarningAtEachLineThatEarnedOne() throws {
+    var passed = report(.passed, [])
+    passed.notes = [
+      Note(
+        id: "task-detached", type: .actionable, line: 4, column: 7, lines: [4, 10],
+        message: "`Task.detached` takes nothing from its caller.")
+    ]
+    let lines = DiagnosticLinesFormat.lines(for: passed, root: Self.root, source: Self.source)
+    #expect(lines.count == 2)
+    let parsed = try lines.map { try #require($0.wholeMatch(of: Self.matcher), "\($0)") }
+    #expect(parsed.map { String($0.1) } == ["/work/book/\(Self.file)", "/work/book/\(Self.file)"])
+    #expect(parsed.map { Int($0.2)! } == [4, 10])
+    #expect(parsed.map { $0.3.map(String.init) } == ["7", "1"])
+    #expect(parsed.allSatisfy { $0.4 == "warning" })
+    #expect(
+      parsed[0].5
+        == "1.3 Optional pair: actionable note: `Task.detached` takes nothing from its caller.")
+  }
+
   @Test func theFormatOptionIsParsed() throws {
     #expect(try ArgumentParser.parse(["check", "--format", "diagnostics"]).diagnosticLines)
     #expect(try ArgumentParser.parse(["check", "--format=json"]).json)

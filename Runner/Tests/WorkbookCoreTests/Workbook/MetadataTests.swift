@@ -101,6 +101,49 @@ import Testing
     #expect(problems.contains("suite name WarmUpTests is used more than once"))
   }
 
+  @Test func flagsNotesThatAreUnprovenMisnamedOrOutOfScope() throws {
+    var workbook = try MetadataLoader.decode(Data(Self.minimal.utf8))
+    let manifest =
+      #"let chapters: [(folder: String, module: String)] = [("01-Callbacks", "Callbacks")]"#
+    workbook.notes = [
+      NoteRule(
+        id: "detached", type: .actionable, constructs: ["Task.detached"], message: "why",
+        exercises: ["1.*"]),
+      NoteRule(id: "empty", type: .informative, message: " ", exercises: ["9.9", "2.*"]),
+      NoteRule(
+        id: "detached", type: .celebratory, constructs: ["x"], message: "y", exercises: []),
+    ]
+    workbook.chapters[0].exercises[0].alternatives = [
+      Alternative(name: "proves it", source: "Alternatives/a.swift", notes: ["detached"]),
+      Alternative(name: "names none", source: "Alternatives/b.swift", notes: ["missing"]),
+    ]
+    let problems = MetadataValidator.validateChapters(workbook, manifest: manifest).problems
+    #expect(problems.contains("note id detached is used more than once"))
+    #expect(problems.contains("note empty: has no message"))
+    #expect(problems.contains("note empty: needs `constructs` or a `detector`"))
+    #expect(
+      problems.contains(#"note empty: "9.9" is not an exercise id, a chapter ("3.*") or "*""#))
+    #expect(
+      problems.contains(#"note empty: "2.*" is not an exercise id, a chapter ("3.*") or "*""#))
+    #expect(problems.contains { $0.hasPrefix("note empty: no alternative names it") })
+    #expect(problems.contains("note detached: applies to no exercise (`exercises` is empty)"))
+    #expect(!problems.contains { $0.hasPrefix("note detached: no alternative names it") })
+    #expect(
+      problems.contains {
+        $0.hasPrefix(#"1.1 alternative "names none": names the note "missing""#)
+      })
+    workbook.notes = [
+      NoteRule(
+        id: "detached", type: .actionable, constructs: ["Task.detached"], message: "why",
+        exercises: ["*"], except: ["1.1"])
+    ]
+    workbook.chapters[0].exercises[0].alternatives.removeLast()
+    #expect(
+      MetadataValidator.validateChapters(workbook, manifest: manifest).problems == [
+        #"1.1 alternative "proves it": names the note "detached", which does not apply to 1.1"#
+      ])
+  }
+
   @Test func flagsMissingFilesFewHintsAndBadVerdicts() throws {
     let folder = try Fixtures.temporaryFolder()
     defer { try? FileManager.default.removeItem(at: folder) }

@@ -9,8 +9,12 @@ import Foundation
 /// - Any other verdict, at the function the verdict names (its declaration in the graded
 ///   file), or at the line a crash names; else at the file's `TODO`, else at its first line.
 /// - "not started" as a `note:` at the `TODO`.
+/// - The notes a passing answer earned, as `warning:` lines at the construct that earned
+///   them, one per line where it appears: an editor lists them with the compiler's
+///   warnings, and none of them fails the check.
 public enum DiagnosticLinesFormat {
-  /// The lines of every exercise of `report` that did not pass, newline-separated.
+  /// The lines of every exercise of `report` that did not pass, and the notes of those that
+  /// did, newline-separated.
   /// `contents(path)` reads a file relative to `root` (the tests give their own).
   public static func render(
     _ report: CheckReport, root: URL,
@@ -29,7 +33,13 @@ public enum DiagnosticLinesFormat {
     let title = "\(exercise.id) \(exercise.name)"
     switch exercise.verdict {
     case .passed:
-      return []
+      return exercise.notes.flatMap { note in
+        note.lines.map { line in
+          let column = line == note.line ? note.column : 1
+          return "\(file):\(line):\(column): warning: \(title): \(note.type.rawValue) note: "
+            + note.message
+        }
+      }
     case .notStarted:
       let line = source.flatMap { firstLine(in: $0, containing: "TODO") } ?? 1
       return ["\(file):\(line):1: note: \(title): not started; do the TODO on this line"]

@@ -37,6 +37,10 @@ public struct TextRenderer: Sendable {
         "  \(terminal.paint(verdict.symbol, for: verdict)) \(id)  \(name)  "
           + terminal.paint(verdict.rawValue, for: verdict))
       for detail in exercise.details { lines.append("      " + detail) }
+      for note in exercise.notes {
+        lines.append(
+          "      " + terminal.paint(note.rendered, note.type.isCaution ? .yellow : .green))
+      }
       if let hint = exercise.hint {
         lines.append("      " + terminal.paint("hint: \(hint)", .cyan))
       }

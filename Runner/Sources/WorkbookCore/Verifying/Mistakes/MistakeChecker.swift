@@ -16,10 +16,13 @@ public struct Variant: Sendable, Equatable {
   /// What the verdict's details must contain (mistakes only).
   public var phrase: String?
   public var exerciseID: String
+  /// The notes a noted alternative must earn; it, and any other alternative, must earn no
+  /// other caution note.
+  public var notes: [String]
 
   public init(
     kind: Kind, name: String, source: String, expected: Verdict, phrase: String?,
-    exerciseID: String
+    exerciseID: String, notes: [String] = []
   ) {
     self.kind = kind
     self.name = name
@@ -27,6 +30,7 @@ public struct Variant: Sendable, Equatable {
     self.expected = expected
     self.phrase = phrase
     self.exerciseID = exerciseID
+    self.notes = notes
   }
 
   /// `1.2 mistake "resumes only on .success"`.
@@ -44,7 +48,7 @@ public struct Variant: Sendable, Equatable {
       + exercise.alternatives.map {
         Variant(
           kind: .alternative, name: $0.name, source: $0.source, expected: .passed, phrase: nil,
-          exerciseID: exercise.id)
+          exerciseID: exercise.id, notes: $0.notes ?? [])
       }
   }
 }
@@ -84,10 +88,13 @@ public struct MistakeChecker: Sendable {
   public var repeats: Int
   /// Only the variants whose name contains this (case-insensitive), when set.
   public var only: String?
+  /// The notes a passing variant can earn: a noted alternative must earn its own, and no
+  /// other alternative a caution note.
+  public var noteRules: [NoteRule]
 
   public init(
     root: URL, timeout: Double, jobs: Int, status: StatusLine, repeats: Int = 1,
-    only: String? = nil
+    only: String? = nil, noteRules: [NoteRule] = []
   ) {
     self.root = root
     self.timeout = timeout
@@ -95,6 +102,7 @@ public struct MistakeChecker: Sendable {
     self.status = status
     self.repeats = max(1, repeats)
     self.only = only
+    self.noteRules = noteRules
   }
 
   /// The variants of `exercise` this run checks.
@@ -243,11 +251,11 @@ public struct MistakeChecker: Sendable {
     defer { tree.restore() }
     for prepared in round { try tree.write(prepared.path, prepared.content) }
     let status = self.status
-    let grader = Grader(
-      options: GraderOptions(
-        root: tree.tree, source: .solutions, scratchPath: tree.scratchPath, timeout: timeout,
-        jobs: jobs, longTests: true),
-      status: StatusLine(enabled: false))
+    var options = GraderOptions(
+      root: tree.tree, source: .solutions, scratchPath: tree.scratchPath, timeout: timeout,
+      jobs: jobs, longTests: true)
+    options.noteRules = noteRules
+    let grader = Grader(options: options, status: StatusLine(enabled: false))
     status.show("mistakes: \(title): building…")
     let build = try BuildStep.run(grader.request(chapter: chapter.number)) { step in
       status.show("mistakes: \(title): building… [\(step)]")
@@ -349,6 +357,27 @@ public struct MistakeChecker: Sendable {
     {
       return CheckResult(
         "\(label): \(grade.verdict.rawValue), but lacks the phrase \"\(phrase)\"\(time)", details)
+    }
+    if variant.kind == .alternative {
+      let earned = grade.notes.map(\.id)
+      let missing = variant.notes.filter { !earned.contains($0) }
+      if !missing.isEmpty {
+        return CheckResult(
+          "\(label): passed, but without the note\(missing.count == 1 ? "" : "s") "
+            + missing.map { "\"\($0)\"" }.joined(separator: ", ") + time,
+          earned.isEmpty ? ["(no note)"] : grade.notes.map(\.rendered))
+      }
+      let unexpected = grade.notes.filter { $0.type.isCaution && !variant.notes.contains($0.id) }
+      if !unexpected.isEmpty {
+        return CheckResult(
+          "\(label): passed, with a note it should not earn\(time)",
+          unexpected.map(\.rendered))
+      }
+      if !variant.notes.isEmpty {
+        return CheckResult(
+          "\(label): passed with the note\(variant.notes.count == 1 ? "" : "s") "
+            + variant.notes.map { "\"\($0)\"" }.joined(separator: ", ") + time)
+      }
     }
     return CheckResult("\(label): \(grade.verdict.rawValue)\(time)")
   }

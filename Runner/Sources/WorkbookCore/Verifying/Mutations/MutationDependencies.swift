@@ -56,7 +56,7 @@ struct MutationDependencies: Sendable {
   }
 
   static func words(_ text: String) -> [String] {
-    ForbiddenConstructScanner.codeOnly(text).split {
+    SwiftSource.codeOnly(text).split {
       !($0.isLetter || $0.isNumber || $0 == "_")
     }.map(String.init)
   }

@@ -8,7 +8,7 @@ import Foundation
 /// It is a line-based reading, not a parser: it relies on the code being formatted by
 /// `swift format` (one statement per line, an opening brace at the end of its header), which
 /// the workbook's lint guarantees for the solutions. Comments and string literals are
-/// blanked first (``ForbiddenConstructScanner/codeOnly(_:)``), so a brace or an operator in
+/// blanked first (``SwiftSource/codeOnly(_:)``), so a brace or an operator in
 /// them is never taken for code.
 struct MutationSourceMap {
   /// A `{ … }` scope.
@@ -52,7 +52,7 @@ struct MutationSourceMap {
 
   init(_ source: String) {
     let text = Self.normalized(source)
-    let code = ForbiddenConstructScanner.codeOnly(text)
+    let code = SwiftSource.codeOnly(text)
     let textLines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
     let codeLines = code.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
 

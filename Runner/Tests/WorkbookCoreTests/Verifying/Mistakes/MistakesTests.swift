@@ -153,6 +153,38 @@ struct MistakesTests {
         .passed)
   }
 
+  @Test func aNotedAlternativePassesWithItsNotesAndNoOtherCaution() {
+    let note = { (id: String, type: NoteType) in
+      Note(id: id, type: type, line: 3, column: 5, lines: [3], message: "why \(id)")
+    }
+    let noted = Variant(
+      kind: .alternative, name: "detached", source: "Alternatives/x.patch", expected: .passed,
+      phrase: nil, exerciseID: "1.2", notes: ["task-detached"])
+    let plain = Variant(
+      kind: .alternative, name: "plain", source: "Alternatives/y.patch", expected: .passed,
+      phrase: nil, exerciseID: "1.2")
+    func judge(_ variant: Variant, _ notes: [Note]) -> CheckResult {
+      MistakeChecker.judge(
+        variant, VariantOutcome(grade: Grade(.passed, notes: notes), seconds: 1), timeout: 30)
+    }
+    let earned = judge(noted, [note("task-detached", .actionable), note("mutex", .celebratory)])
+    #expect(
+      earned
+        == CheckResult(#"1.2 alternative "detached": passed with the note "task-detached" (1.0 s)"#)
+    )
+    let without = judge(noted, [])
+    #expect(
+      without.name
+        == #"1.2 alternative "detached": passed, but without the note "task-detached" (1.0 s)"#)
+    #expect(without.problems == ["(no note)"])
+    let extra = judge(
+      noted, [note("task-detached", .actionable), note("task-in-loop", .actionable)])
+    #expect(!extra.passed)
+    #expect(extra.problems == ["note (actionable), line 3: why task-in-loop"])
+    #expect(judge(plain, [note("mutex", .celebratory)]).passed)
+    #expect(!judge(plain, [note("unsafe-continuation", .actionable)]).passed)
+  }
+
   @Test func repeatedRunsMustAllBeAsExpected() {
     let caught = VariantOutcome(grade: Grade(.neverResumed, ["Never resumed: x"]), seconds: 2)
     let missed = VariantOutcome(grade: Grade(.passed), seconds: 1)

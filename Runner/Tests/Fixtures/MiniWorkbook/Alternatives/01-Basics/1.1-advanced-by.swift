@@ -1,0 +1,4 @@
+/// Adds two numbers.
+public func add(_ a: Int, _ b: Int) -> Int {
+  a.advanced(by: b)
+}
