@@ -30,6 +30,26 @@ import Testing
     found(source, [rule("x", detector: detector)])["x"] ?? []
   }
 
+  /// One shape each detector must find: a new detector needs a sample here, and a test of
+  /// its own below.
+  static let samples: [NoteDetector: String] = [
+    .blockingWaitInAsyncCode: "func f() async { semaphore.wait() }",
+    .lockHeldAcrossAwait: "func f() async { lock.lock(); await g(); lock.unlock() }",
+    .taskInLoop: "for x in xs { Task { await use(x) } }",
+    .mainActorRunOnMainActor: "@MainActor func f() async { await MainActor.run { } }",
+    .streamWithoutOnTermination: "let s = AsyncStream<Int> { continuation in }",
+  ]
+
+  @Test(arguments: NoteDetector.allCases)
+  func everyDetectorFindsItsSampleAndNotTheSampleInAComment(_ detector: NoteDetector) throws {
+    let sample = try #require(Self.samples[detector], "no sample for \(detector)")
+    #expect(Self.lines(detector, sample) == [1])
+    #expect(Self.lines(detector, "// " + sample).isEmpty)
+    #expect(
+      Self.lines(detector, "let text = \"" + sample.replacingOccurrences(of: "\"", with: "") + "\"")
+        .isEmpty)
+  }
+
   @Test func constructsAreFoundInCodeButNotInCommentsOrStrings() {
     let source = """
       // Task.detached would lose the caller's cancellation.

@@ -1,0 +1,33 @@
+import Foundation
+
+/// ``NoteDetector/blockingWaitInAsyncCode``: a thread blocked inside async code holds one of
+/// the few threads every task shares; an awaited `wait()` (an async semaphore) suspends
+/// instead, so it does not count.
+extension CodeText {
+  func blockingWaitsInAsyncCode() -> [Int] {
+    let regions = asyncRegions()
+    return ranges(#"\.wait\s*\(|\bThread\.sleep\b|(?<![\w.])u?sleep\s*\("#).compactMap { wait in
+      guard inside(wait.lowerBound, regions) else { return nil }
+      return isAwaited(wait.lowerBound) ? nil : wait.lowerBound
+    }
+  }
+
+  /// Whether the call whose `.name(` starts at `offset` is awaited (`await gate.wait()`):
+  /// an async method suspends, it does not block.
+
+  func isAwaited(_ offset: Int) -> Bool {
+    var index = offset - 1
+    while index >= 0 {
+      let here = character(at: index)
+      if here.isLetter || here.isNumber || here == "_" || here == "." || here == "?"
+        || here == "!" || here == ")" || here == "("
+      {
+        index -= 1
+      } else {
+        break
+      }
+    }
+    let before = units.substring(to: max(0, index + 1))
+    return before.range(of: #"\bawait\s*(try[?!]?\s*)?$"#, options: .regularExpression) != nil
+  }
+}
