@@ -408,36 +408,11 @@ struct PhotoExportTests {
       return exportForTests(photo, maxSide: options.maxSide, watermark: options.watermark)
     }
     let progress = PhotoExportProgress(total: photos.count)
-    // Without the pool check, this test's or another's: it would hold one of the threads
-    // that the export's queue runs its workers on.
-    let exported = try await withOneStressAtATime { @Sendable in
-      try await withoutPoolCheck { @Sendable in
-        try await withDeadline(
-          .seconds(30), "exportPhotos(_:options:pipeline:progress:completion:)",
-          checksPool: false
-        ) {
-          await withCheckedContinuation { continuation in
-            exportPhotos(photos, options: options, pipeline: pipeline, progress: progress) {
-              continuation.resume(returning: $0)
-            }
-          }
-        }
-      }
-    }
-    if let fault = photosFault(exported, photos, options, "the callback export") {
-      Issue.record(
-        Comment(
-          rawValue: fault + ". Its workers finished two at a time, at the same instant: "
-            + Self.storeInOneStep))
-    }
-    if let fault = countFault(
-      progress.exported, photos, "the callback export's completion was called")
-    {
-      Issue.record(
-        Comment(
-          rawValue: fault + ". Its workers counted two at a time, at the same instant. "
-            + Self.countInOneStep))
-    }
+    let exported = try await callbackExportWithoutPoolCheck(
+      photos, options: options, pipeline: pipeline, progress: progress)
+    recordLostWork(
+      exported, progress, photos, options,
+      how: "finished two at a time, at the same instant")
   }
 
   @Test("The callback export keeps every photo of a long export through a quick pipeline")
@@ -455,9 +430,20 @@ struct PhotoExportTests {
       return exportForTests(photo, maxSide: options.maxSide, watermark: options.watermark)
     }
     let progress = PhotoExportProgress(total: photos.count)
-    // The pool check, this test's or another's, would hold one of the threads that the
-    // export's queue runs its workers on: on two cores, they would run one at a time.
-    let exported = try await withOneStressAtATime { @Sendable in
+    let exported = try await callbackExportWithoutPoolCheck(
+      photos, options: options, pipeline: pipeline, progress: progress)
+    recordLostWork(
+      exported, progress, photos, options, how: "worked on many photos, quickly, at the same time")
+  }
+
+  /// Runs the callback export of `photos`, one stress test at a time and with the pool check
+  /// off: the pool check, this test's or another's, would hold one of the threads that the
+  /// export's queue runs its workers on, and on two cores they would run one at a time.
+  nonisolated func callbackExportWithoutPoolCheck(
+    _ photos: [PhotoToExport], options: PhotoExportOptions, pipeline: PhotoExportPipeline,
+    progress: PhotoExportProgress
+  ) async throws -> [ExportedPhoto] {
+    try await withOneStressAtATime { @Sendable in
       try await withoutPoolCheck { @Sendable in
         try await withDeadline(
           .seconds(30),
@@ -472,19 +458,26 @@ struct PhotoExportTests {
         }
       }
     }
+  }
+
+  /// Records photos or counts a stress test's callback export lost; `how` says how its
+  /// workers ran ("finished two at a time, at the same instant").
+  nonisolated func recordLostWork(
+    _ exported: [ExportedPhoto], _ progress: PhotoExportProgress, _ photos: [PhotoToExport],
+    _ options: PhotoExportOptions, how: String,
+    sourceLocation: SourceLocation = #_sourceLocation
+  ) {
     if let fault = photosFault(exported, photos, options, "the callback export") {
       Issue.record(
-        Comment(
-          rawValue: fault + ". Its workers stored many photos, quickly, at the same time: "
-            + Self.storeInOneStep))
+        Comment(rawValue: fault + ". Its workers \(how): " + Self.storeInOneStep),
+        sourceLocation: sourceLocation)
     }
     if let fault = countFault(
       progress.exported, photos, "the callback export's completion was called")
     {
       Issue.record(
-        Comment(
-          rawValue: fault + ". Its workers counted many photos, quickly, at the same time. "
-            + Self.countInOneStep))
+        Comment(rawValue: fault + ". Its workers \(how). " + Self.countInOneStep),
+        sourceLocation: sourceLocation)
     }
   }
 
@@ -581,9 +574,10 @@ private func photosFault(
       "\(what) handed back \(exported.count) photos, not \(expected.count): photos the "
       + "workers exported never reached the result. A worker that stores its photo into its "
       + "own copy (a struct or an array captured by value, then changed in a `var`) changes "
-      + "only that copy, which is thrown away. Store into one place that every worker reaches "
-      + "safely (a Mutex in a Sendable class), or let each task hand its photo back (a task "
-      + "group's results)"
+      + "only that copy, which is thrown away; one that copies the slots out in one withLock and "
+      + "back in a second drops the photos stored in between. Store into one place that every "
+      + "worker reaches safely (a Mutex in a Sendable class), where each must store its photo "
+      + "in one locked step, or let each task hand its photo back (a task group's results)"
   } else if exported.map(\.name) != expected.map(\.name) {
     return
       "\(what) handed back the photos in another order (\(exported.prefix(3).map(\.name)) …): "
@@ -624,9 +618,10 @@ private func countFault(
       "by the time \(when), its progress had counted \(counted.count) of \(expected.count) "
       + "photos: the missing counts never reached the progress the caller holds. A progress "
       + "that is a struct is copied into each worker, and each worker counts in its own copy; "
-      + "one that counts in a Task or on an actor counts later than the export ends. Keep one "
-      + "progress object that every worker counts into at once, safely (a Mutex in a "
-      + "Sendable class)"
+      + "one that counts in a Task or on an actor counts later than the export ends; one that "
+      + "reads the names in one withLock and stores a new array in a second drops the counts "
+      + "made in between. Keep one progress object that every worker counts into at once, "
+      + "safely (a Mutex in a Sendable class): read and change the names in one locked step"
   }
 }
 
