@@ -146,7 +146,8 @@ struct CodeText {
   }
 
   /// A task created with a closure: `Task {`, `Task.detached {`, `Task(priority: .low) {`.
-  static let taskClosure = #"(?<![\w.])Task(\.detached)?\s*(\([^()]*\))?\s*\{"#
+  static let taskClosure =
+    #"(?<![\w.])Task\s*(<[^{}()]*>)?\s*(\.detached)?\s*(\([^()]*\))?\s*\{"#
 
   /// Bodies of loops: `for … {`, `while … {`, `repeat {`, `.forEach {`.
   func loopRegions() -> [Range<Int>] {
@@ -176,9 +177,11 @@ struct CodeText {
     return regions
   }
 
-  /// Bodies of `@MainActor` types, extensions, functions and closures.
+  /// Bodies of `@MainActor` types, extensions, functions and closures, and of the extensions
+  /// of a type declared `@MainActor` in the same file.
   func mainActorRegions() -> [Range<Int>] {
     var regions: [Range<Int>] = []
+    var types: [String] = []
     for attribute in ranges(#"@MainActor\b"#) {
       if previousNonSpace(before: attribute.lowerBound) == "{" {
         // `{ @MainActor in … }`: the closure's own body.
@@ -201,6 +204,19 @@ struct CodeText {
         from = close(of: paren)
       }
       if let region = block(after: from) { regions.append(region) }
+      if !(keyword.hasSuffix("func") || keyword.hasSuffix("init") || keyword.hasSuffix("extension")),
+        let name = ranges(#"\G\s*\w+"#, in: declaration.upperBound..<length).first
+      {
+        types.append(
+          units.substring(with: NSRange(location: name.lowerBound, length: name.count))
+            .trimmingCharacters(in: .whitespacesAndNewlines))
+      }
+    }
+    for name in types {
+      let escaped = NSRegularExpression.escapedPattern(for: name)
+      for start in find(#"\bextension\s+"# + escaped + #"\b"#) {
+        if let region = block(after: start) { regions.append(region) }
+      }
     }
     return regions
   }

@@ -5,6 +5,8 @@ import Foundation
 /// over the text, not a parse: the verify check that no reference solution or alternative
 /// gets a caution note keeps its false positives in view.
 public enum NoteDetector: String, Codable, Sendable, CaseIterable {
+  /// `Task.detached`, also spelled with its generic arguments (`Task<Int, Never>.detached`).
+  case detachedTask
   /// A blocking wait in async code: `.wait(` not awaited (a semaphore, a group, a condition),
   /// `Thread.sleep`, `sleep(`, `usleep(`, inside an async function or a task's closure.
   case blockingWaitInAsyncCode
@@ -25,6 +27,7 @@ public enum NoteDetector: String, Codable, Sendable, CaseIterable {
   func matches(in code: String) -> [Int] {
     let text = CodeText(code)
     switch self {
+    case .detachedTask: return text.find(#"(?<![\w.])Task\s*(<[^{}()]*>)?\s*\.\s*detached\b"#)
     case .blockingWaitInAsyncCode: return text.blockingWaitsInAsyncCode()
     case .lockHeldAcrossAwait: return text.locksHeldAcrossAwait()
     case .taskInLoop: return text.tasksInLoops()

@@ -33,6 +33,7 @@ import Testing
   /// One shape each detector must find: a new detector needs a sample here, and a test of
   /// its own below.
   static let samples: [NoteDetector: String] = [
+    .detachedTask: "let t = Task<Int, Never>.detached { 1 }",
     .blockingWaitInAsyncCode: "func f() async { semaphore.wait() }",
     .lockHeldAcrossAwait: "func f() async { lock.lock(); await g(); lock.unlock() }",
     .taskInLoop: "for x in xs { Task { await use(x) } }",
@@ -66,6 +67,17 @@ import Testing
     #expect(notes.first?.column == 12)
   }
 
+  @Test func aDetachedTaskIsFoundInEverySpelling() {
+    let source = """
+      let a = Task.detached { 1 }
+      let b = Task<[String: Set<Int>], Never>.detached(priority: .utility) { [:] }
+      let c = Task
+        .detached { 2 }
+      let d = MyTask.detached { 3 }
+      """
+    #expect(Self.lines(.detachedTask, source) == [1, 2, 3])
+  }
+
   @Test func aRuleAppliesToTheExercisesItListsButNotThoseItExcepts() {
     let rule = Self.rule("r", exercises: ["3.*", "5.1"], except: ["3.3"])
     #expect(rule.applies(to: "3.2"))
@@ -97,11 +109,16 @@ import Testing
       func run(_ body: () async -> Void) {
         semaphore.wait()
       }
+      func elsewhere() async {
+        DispatchQueue.global().async {
+          semaphore.wait()
+        }
+      }
       let task = Task {
         usleep(1_000)
       }
       """
-    #expect(Self.lines(.blockingWaitInAsyncCode, source) == [5, 8, 9, 17])
+    #expect(Self.lines(.blockingWaitInAsyncCode, source) == [5, 8, 9, 22])
   }
 
   @Test func aLockHeldAcrossAnAwaitIsFoundWhereverItIsReleased() {
@@ -132,8 +149,18 @@ import Testing
           semaphore.wait()
         }
       }
+      func earlyExit() async throws -> Int {
+        lock.lock()
+        if let cached {
+          lock.unlock()
+          return cached
+        }
+        let fresh = try await load()
+        lock.unlock()
+        return fresh
+      }
       """
-    #expect(Self.lines(.lockHeldAcrossAwait, source) == [2, 7, 18])
+    #expect(Self.lines(.lockHeldAcrossAwait, source) == [2, 7, 18, 28])
   }
 
   @Test func aTaskPerElementOfALoopIsFoundButNotATaskAroundTheLoop() {
@@ -188,8 +215,13 @@ import Testing
       let job = Task { @MainActor in
         await MainActor.run { print("needless") }
       }
+      extension Model {
+        func sync() async {
+          await MainActor.run { print("needless") }
+        }
+      }
       """
-    #expect(Self.lines(.mainActorRunOnMainActor, source) == [5, 20, 23])
+    #expect(Self.lines(.mainActorRunOnMainActor, source) == [5, 20, 23, 27])
   }
 
   @Test func aStreamWithAContinuationNeedsOnTermination() {
@@ -202,6 +234,13 @@ import Testing
       let (stream, feed) = AsyncStream<Int>.makeStream()
       """
     #expect(Self.lines(.streamWithoutOnTermination, built) == [2, 6])
+    let finite = """
+      let words = AsyncStream<String> { continuation in
+        for word in ["a", "b"] { continuation.yield(word) }
+        continuation.finish()
+      }
+      """
+    #expect(Self.lines(.streamWithoutOnTermination, finite).isEmpty)
     let stopped = built + "\nfeed.onTermination = { _ in source.stop() }"
     #expect(Self.lines(.streamWithoutOnTermination, stopped).isEmpty)
     let pulled = """

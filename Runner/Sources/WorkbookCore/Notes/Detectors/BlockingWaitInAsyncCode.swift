@@ -2,13 +2,23 @@ import Foundation
 
 /// ``NoteDetector/blockingWaitInAsyncCode``: a thread blocked inside async code holds one of
 /// the few threads every task shares; an awaited `wait()` (an async semaphore) suspends
-/// instead, so it does not count.
+/// instead, so it does not count, and neither does a wait inside a closure that another queue
+/// or thread runs (`queue.async { … }`): that blocks one of its threads, not the pool's.
 extension CodeText {
   func blockingWaitsInAsyncCode() -> [Int] {
     let regions = asyncRegions()
     return ranges(#"\.wait\s*\(|\bThread\.sleep\b|(?<![\w.])u?sleep\s*\("#).compactMap { wait in
-      guard inside(wait.lowerBound, regions) else { return nil }
-      return isAwaited(wait.lowerBound) ? nil : wait.lowerBound
+      guard inside(wait.lowerBound, regions), !isAwaited(wait.lowerBound) else { return nil }
+      for block in enclosingBlocks(of: wait.lowerBound) {
+        if regions.contains(block) { break }
+        if header(of: block.lowerBound).range(
+          of: #"\.async(After)?\b|\bThread\b|detachNewThread"#, options: .regularExpression)
+          != nil
+        {
+          return nil
+        }
+      }
+      return wait.lowerBound
     }
   }
 

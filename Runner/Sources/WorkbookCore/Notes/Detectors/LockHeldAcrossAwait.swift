@@ -19,18 +19,14 @@ extension CodeText {
         else { return nil }
         let rest = take..<scope.upperBound
         let release = #"\."# + pair.give + #"\s*\(\s*\)"#
-        let deferred = ranges(#"\bdefer\s*\{[^{}]*"# + release, in: rest).first
-        let given = find(release, in: rest).first
-        let heldUntil: Int
-        if let deferred, given.map({ deferred.contains($0) }) ?? true {
-          heldUntil = scope.upperBound
-        } else if let given {
-          heldUntil = given
-        } else if pair.needsRelease {
-          return nil
-        } else {
-          heldUntil = scope.upperBound
-        }
+        let releases = find(release, in: rest)
+        if pair.needsRelease, releases.isEmpty { return nil }
+        // A release inside a nested block (`if … { unlock(); return }`) ends the hold on that
+        // path only: on the main path it lasts until a release in the lock's own block, or to
+        // the block's end when the release is deferred or missing.
+        let deferred = !ranges(#"\bdefer\s*\{[^{}]*"# + release, in: rest).isEmpty
+        let own = releases.first { enclosingBlocks(of: $0).first == scope }
+        let heldUntil = deferred ? scope.upperBound : own ?? scope.upperBound
         return contains(#"\bawait\b"#, in: take..<heldUntil) ? take : nil
       }
     }
