@@ -204,7 +204,8 @@ struct CodeText {
         from = close(of: paren)
       }
       if let region = block(after: from) { regions.append(region) }
-      if !(keyword.hasSuffix("func") || keyword.hasSuffix("init") || keyword.hasSuffix("extension")),
+      if !(keyword.hasSuffix("func") || keyword.hasSuffix("init")
+        || keyword.hasSuffix("extension")),
         let name = ranges(#"\G\s*\w+"#, in: declaration.upperBound..<length).first
       {
         types.append(
