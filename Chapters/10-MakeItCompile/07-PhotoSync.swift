@@ -168,7 +168,8 @@ final class PhotoSyncScreenModel {
   /// Uploads the waiting photos, and returns once the sync is over. The progress bar moves
   /// on the main thread, one photo at a time, in order, and each step is queued there before
   /// the engine goes on to the next photo, so the bar keeps up with the upload; it is full
-  /// when this returns. Then the photos the sync got through leave `waiting`; those it did
+  /// when this returns, unless the sync was cancelled: then it stops at the photos done.
+  /// Then the photos the sync got through leave `waiting`; those it did
   /// not reach (the sync was cancelled) stay, and so does every photo reported meanwhile.
   /// The status line then says "2 uploaded, 1 up to date, 1 in conflict".
   func syncNow() async {

@@ -17,16 +17,19 @@ import WorkbookTesting
 /// | path | what the server gets | the screen (waiting, progress, status) | counts and conflicts | thread, order, concurrency |
 /// | --- | --- | --- | --- | --- |
 /// | photos reported, then "Sync now" | each once, in the order reported: `syncUploadsTheWaitingPhotos` | none waiting, bar full, "4 uploaded, 0 up to date, 0 in conflict": `syncUploadsTheWaitingPhotos` | counted by the time syncNow returns, read on another thread: `syncUploadsTheWaitingPhotos` | uploads off the main thread: every test |
-/// | a second sync: a revision the server has, a new revision, a photo newer on the server | only the new revisions: `secondSyncKnowsWhatTheServerHas` | "1 uploaded, 1 up to date, 1 in conflict": `secondSyncKnowsWhatTheServerHas` | the conflict kept by the time syncNow returns, read on another thread; only stored photos counted: `secondSyncKnowsWhatTheServerHas` | — |
+/// | a second sync: a revision the server has, a new revision, a photo newer on the server | only the new revisions: `secondSyncKnowsWhatTheServerHas` | "1 uploaded, 1 up to date, 1 in conflict"; the bar full, a step for every photo, not only uploads: `secondSyncKnowsWhatTheServerHas` | the conflict kept by the time syncNow returns, read on another thread; only stored photos counted: `secondSyncKnowsWhatTheServerHas` | — |
 /// | a third sync: the photo newer on the server again, after the user settled it | nothing (the engine remembers the server's answer): `secondSyncKnowsWhatTheServerHas` | "0 uploaded, 1 up to date, 1 in conflict": `secondSyncKnowsWhatTheServerHas` | the conflict kept again: `secondSyncKnowsWhatTheServerHas` | — |
-/// | progress of a 40-photo sync | — | each step on the main thread before the engine starts the next upload, in order; full when syncNow returns: `progressKeepsUpWithTheUpload` | — | the screen read on the main queue at each upload |
+/// | progress of a 40-photo sync | — | each step on the main thread before the engine starts the next upload, in order; full when syncNow returns: `progressKeepsUpWithTheUpload` | each upload counted before the next starts: `progressKeepsUpWithTheUpload` | the screen read on the main queue at each upload |
 /// | the library reports changes | — | listed on the main thread only, unchanged while the main thread is busy: `libraryChangesReachTheMainThreadOnly`; 30 changes listed in order: `libraryChangesReachTheMainThreadOnly` | — | the observer called on the library's change queue; the queue does not wait for the main thread: `libraryChangesReachTheMainThreadOnly` |
 /// | photos reported while a sync runs (a new photo, a new revision of one being synced) | — | still waiting afterwards: `photosReportedDuringASyncStayWaiting` | — | — |
 /// | the sync's task cancelled before it starts | nothing: `cancelledBeforeItStarts` | every photo still waiting: `cancelledBeforeItStarts` | — | — |
 /// | two screens syncing on one engine at once | one sync's photos, then the other's, never mixed: `twoSyncsDoNotInterleave` | — | — | the engine's sync never suspends |
 /// | one Task { @MainActor } per progress step or per library change | — allowed (catalogued as an alternative): each is queued on the main actor at once, and the main actor runs them in the order they were queued | | | |
 /// | a second "Sync now" while a sync runs, returning at once (an isSyncing guard) | — allowed: syncNow promises nothing about a second call while one runs | | | |
-/// | the sync's task cancelled during its second upload | no photo after the second: `cancellingStopsTheSync` | the photos not reached stay waiting; "2 uploaded": `cancellingStopsTheSync` | — | syncNow returns: `cancellingStopsTheSync` |
+/// | the sync's task cancelled during its second upload | no photo after the second: `cancellingStopsTheSync` | the photos not reached stay waiting; "2 uploaded"; the bar at 2 of 6, not filled up: `cancellingStopsTheSync` | — | syncNow returns: `cancellingStopsTheSync` |
+/// | a sync after the cancelled one | only the photos it did not reach (the engine remembers what it uploaded before the cancel): `cancellingStopsTheSync` | none waiting: `cancellingStopsTheSync` | — | — |
+/// | a photo reported at two revisions | — | listed at each, in order: `twoRevisionsAndAnEmptySync` | — | — |
+/// | "Sync now" with nothing waiting | nothing | "0 uploaded, 0 up to date, 0 in conflict", the bar at 0 of 0: `twoRevisionsAndAnEmptySync` | — | — |
 /// | 8 screens syncing overlapping photos on one engine at once | each revision once, never two uploads at once: `manySyncsOnOneEngine` | every screen done, its status adding up: `manySyncsOnOneEngine` | — | the engine's syncs one at a time |
 /// | countUploadedPhoto() from 8 threads at once | — | — | every count made, none lost, none late: `countsFromManyThreads` | any thread, synchronously |
 /// | conflicts kept and settled from 8 threads at once | — | — | every conflict kept, listed by photo ID; each settled by one caller, once: `conflictsAreSettledOnce`; a newer conflict replaces the older: `conflictsAreSettledOnce` | any thread, synchronously |
@@ -127,6 +130,7 @@ struct PhotoSyncTests {
         rawValue: "photosUploadedSinceLaunch grew by \(counted - before), not 1, in a sync that "
           + "uploaded one photo: only a photo the server stored counts"))
     #expect(rig.model.waiting.isEmpty, "every photo of the sync should have left the list")
+    Self.expectFullBar(rig.model.progress, photos: 3, "a photo the server had and a conflict")
 
     // The user settles the conflict; the same revision of `clash` comes up again, and the
     // engine knows by now that the server has a newer one: a conflict again, not an upload.
@@ -156,15 +160,36 @@ struct PhotoSyncTests {
           + "sync, not the conflict of \(clash.id): a photo the server has a newer revision of "
           + "is a conflict each time it is synced, kept in the store"))
     #expect(rig.model.waiting.isEmpty, "every photo of the sync should have left the list")
+    Self.expectFullBar(rig.model.progress, photos: 2, "a conflict, then a photo the server had")
+  }
+
+  /// Records an issue unless `progress` is the full bar of a sync of `photos` photos that
+  /// ended normally; `which` says what the sync held besides uploads.
+  static func expectFullBar(
+    _ progress: PhotoSyncProgress, photos: Int, _ which: String,
+    sourceLocation: SourceLocation = #_sourceLocation
+  ) {
+    #expect(
+      progress == PhotoSyncProgress(done: photos, total: photos),
+      Comment(
+        rawValue: "the progress bar showed \(progress.done) of \(progress.total) after a sync "
+          + "of \(photos) photos with \(which), not \(photos) of \(photos): the engine calls the "
+          + "progress closure after each photo, whatever became of it (uploaded, up to date, "
+          + "in conflict), not only after an upload"),
+      sourceLocation: sourceLocation)
   }
 
   @Test("The progress bar moves on the main thread, in step with the upload")
   func progressKeepsUpWithTheUpload() async throws {
     let screen = Locked<PhotoSyncScreenModel?>(nil)
     let shown = Locked<[PhotoSyncProgress]>([])
+    let counted = Locked<[Int]>([])
+    let before = photosUploadedSinceLaunch
     // At each upload the server looks at the screen's progress bar, on the main queue: what
-    // the main thread shows once everything queued there before has run.
+    // the main thread shows once everything queued there before has run. It also reads the
+    // count of uploads, which has grown by every photo uploaded before this one.
     let server = PhotoSyncTestServer { _, _ in
+      counted.withLock { $0.append(photosUploadedSinceLaunch - before) }
       guard !photoSyncOnTheMainQueue(), let model = screen.value else { return }
       let progress = DispatchQueue.main.sync { MainActor.assumeIsolated { model.progress } }
       shown.withLock { $0.append(progress) }
@@ -201,6 +226,15 @@ struct PhotoSyncTests {
         rawValue: "the progress bar showed \(rig.model.progress.done) of "
           + "\(rig.model.progress.total) when syncNow() returned, not \(photos.count) of "
           + "\(photos.count): " + photoSyncProgressHint))
+    if let late = counted.value.enumerated().first(where: { $0.element < $0.offset }) {
+      Issue.record(
+        Comment(
+          rawValue: "when the engine started uploading photo \(late.offset + 1), "
+            + "photosUploadedSinceLaunch had grown by \(late.element), not by the "
+            + "\(late.offset) photos uploaded before it: the engine counts each upload with "
+            + "countUploadedPhoto() as it happens, not once the sync is over. "
+            + photoSyncCountHint))
+    }
   }
 
   @Test("Library changes are listed on the main thread only, in the order reported")
@@ -327,6 +361,61 @@ struct PhotoSyncTests {
     #expect(
       rig.model.status == "2 uploaded, 0 up to date, 0 in conflict",
       Comment(rawValue: "the status line said \"\(rig.model.status)\": " + photoSyncStatusHint))
+    #expect(
+      rig.model.progress == PhotoSyncProgress(done: uploaded.count, total: photos.count),
+      Comment(
+        rawValue: "after a sync cancelled once \(uploaded.count) of \(photos.count) photos were "
+          + "done, the progress bar showed \(rig.model.progress.done) of "
+          + "\(rig.model.progress.total): it stops at the photos done, and is not filled up"))
+
+    // The user syncs again: the engine remembers the two revisions it uploaded before the
+    // cancel, and uploads only the rest.
+    try await rig.syncNow()
+    let all = rig.server.uploads.map(\.photo)
+    #expect(
+      all == photos,
+      Comment(
+        rawValue: "a sync after the cancelled one got the server \(all.count - uploaded.count) "
+          + "more uploads, \(Array(all.dropFirst(uploaded.count))), not the \(photos.count - 2) "
+          + "photos the cancelled sync did not reach: the engine remembers each revision the "
+          + "server has as soon as it is uploaded, also when the sync is cancelled later, and "
+          + "uploads a revision once"))
+    #expect(
+      rig.model.waiting.isEmpty, "every photo should have left the list after the second sync")
+  }
+
+  @Test("A photo edited twice is listed at each revision, and a sync of nothing says so")
+  func twoRevisionsAndAnEmptySync() async throws {
+    let rig = PhotoSyncRig()
+    let tag = UUID().uuidString.prefix(8)
+    let first = LibraryPhoto(id: "pier-\(tag)", revision: 1)
+    let other = LibraryPhoto(id: "gull-\(tag)", revision: 1)
+    let second = LibraryPhoto(id: first.id, revision: 2)
+    rig.library.photosChanged([first, other])
+    rig.library.photosChanged([second])
+    guard
+      await rig.expectWaiting(
+        [first, other, second],
+        "after the library reported a photo, another, then a second revision of the first "
+          + "(each revision is listed: the doc comment of waiting says so)")
+    else { return }
+    try await rig.syncNow()
+    #expect(rig.model.waiting.isEmpty, "every photo of the sync should have left the list")
+
+    // "Sync now" with nothing waiting: a sync of no photos, and the screen says so.
+    try await rig.syncNow()
+    #expect(
+      rig.model.status == "0 uploaded, 0 up to date, 0 in conflict",
+      Comment(
+        rawValue:
+          "after a sync with nothing waiting, the status line said \"\(rig.model.status)\": "
+          + "it says what the last sync did, and a sync of no photos did nothing"))
+    #expect(
+      rig.model.progress == PhotoSyncProgress(done: 0, total: 0),
+      Comment(
+        rawValue: "after a sync with nothing waiting, the progress bar showed "
+          + "\(rig.model.progress.done) of \(rig.model.progress.total), not 0 of 0: it is the "
+          + "bar of the last sync"))
   }
 
   @Test("A sync whose task is cancelled before it starts uploads nothing")
