@@ -27,7 +27,7 @@ import WorkbookTesting
 /// | one Task { @MainActor } per progress step or per library change | — allowed (catalogued as an alternative): each is queued on the main actor at once, and the main actor runs them in the order they were queued | | | |
 /// | a second "Sync now" while a sync runs, returning at once (an isSyncing guard) | — allowed: syncNow promises nothing about a second call while one runs | | | |
 /// | the sync's task cancelled during its second upload | no photo after the second: `cancellingStopsTheSync` | the photos not reached stay waiting; "2 uploaded"; the bar at 2 of 6, not filled up: `cancellingStopsTheSync` | — | syncNow returns: `cancellingStopsTheSync` |
-/// | a sync after the cancelled one | only the photos it did not reach (the engine remembers what it uploaded before the cancel): `cancellingStopsTheSync` | none waiting: `cancellingStopsTheSync` | — | — |
+/// | a sync after the cancelled one, with its two uploaded photos reported again | only the photos it did not reach (the engine remembers what it uploaded before the cancel): `cancellingStopsTheSync` | none waiting; "4 uploaded, 2 up to date": `cancellingStopsTheSync` | — | — |
 /// | a photo reported at two revisions | — | listed at each, in order: `twoRevisionsAndAnEmptySync` | — | — |
 /// | "Sync now" with nothing waiting | nothing | "0 uploaded, 0 up to date, 0 in conflict", the bar at 0 of 0: `twoRevisionsAndAnEmptySync` | — | — |
 /// | 8 screens syncing overlapping photos on one engine at once | each revision once, never two uploads at once: `manySyncsOnOneEngine` | every screen done, its status adding up: `manySyncsOnOneEngine` | — | the engine's syncs one at a time |
@@ -368,18 +368,25 @@ struct PhotoSyncTests {
           + "done, the progress bar showed \(rig.model.progress.done) of "
           + "\(rig.model.progress.total): it stops at the photos done, and is not filled up"))
 
-    // The user syncs again: the engine remembers the two revisions it uploaded before the
-    // cancel, and uploads only the rest.
+    // The library reports the two uploaded photos again, unchanged, and the user syncs
+    // again: the engine remembers the revisions it uploaded before the cancel, and uploads
+    // only the photos the cancelled sync did not reach.
+    guard await rig.report(Array(photos.prefix(2))) else { return }
     try await rig.syncNow()
     let all = rig.server.uploads.map(\.photo)
     #expect(
       all == photos,
       Comment(
-        rawValue: "a sync after the cancelled one got the server \(all.count - uploaded.count) "
-          + "more uploads, \(Array(all.dropFirst(uploaded.count))), not the \(photos.count - 2) "
-          + "photos the cancelled sync did not reach: the engine remembers each revision the "
-          + "server has as soon as it is uploaded, also when the sync is cancelled later, and "
-          + "uploads a revision once"))
+        rawValue: "a sync after the cancelled one, of the photos it did not reach and of the "
+          + "two it had uploaded (reported again, unchanged), got the server "
+          + "\(Array(all.dropFirst(uploaded.count))), not only the \(photos.count - 2) photos "
+          + "it had not reached: the engine remembers each revision the server has as soon as "
+          + "it is uploaded, also when the sync is cancelled later, and uploads a revision once"))
+    #expect(
+      rig.model.status == "4 uploaded, 2 up to date, 0 in conflict",
+      Comment(
+        rawValue: "the status line said \"\(rig.model.status)\" after a sync of 4 new photos and "
+          + "2 the server had from the cancelled sync: " + photoSyncStatusHint))
     #expect(
       rig.model.waiting.isEmpty, "every photo should have left the list after the second sync")
   }
