@@ -142,6 +142,12 @@ import Testing
     #expect(
       parsed[0].5
         == "1.3 Optional pair: actionable note: `Task.detached` takes nothing from its caller.")
+    passed.notes = [
+      Note(id: "mutex", type: .celebratory, line: 9, column: 3, lines: [9], message: "Good.")
+    ]
+    let praise = DiagnosticLinesFormat.lines(for: passed, root: Self.root, source: Self.source)
+    #expect(
+      praise == ["/work/book/\(Self.file):9:3: note: 1.3 Optional pair: celebratory note: Good."])
   }
 
   @Test func theFormatOptionIsParsed() throws {

@@ -9,9 +9,9 @@ import Foundation
 /// - Any other verdict, at the function the verdict names (its declaration in the graded
 ///   file), or at the line a crash names; else at the file's `TODO`, else at its first line.
 /// - "not started" as a `note:` at the `TODO`.
-/// - The notes a passing answer earned, as `warning:` lines at the construct that earned
-///   them, one per line where it appears: an editor lists them with the compiler's
-///   warnings, and none of them fails the check.
+/// - The notes a passing answer earned, at the construct that earned them, one line per line
+///   where it appears: a caution as a `warning:`, listed with the compiler's warnings; a
+///   celebratory note as a `note:`, an editor's information. None of them fails the check.
 public enum DiagnosticLinesFormat {
   /// The lines of every exercise of `report` that did not pass, and the notes of those that
   /// did, newline-separated.
@@ -36,7 +36,8 @@ public enum DiagnosticLinesFormat {
       return exercise.notes.flatMap { note in
         note.lines.map { line in
           let column = line == note.line ? note.column : 1
-          return "\(file):\(line):\(column): warning: \(title): \(note.type.rawValue) note: "
+          let severity = note.type.isCaution ? "warning" : "note"
+          return "\(file):\(line):\(column): \(severity): \(title): \(note.type.rawValue) note: "
             + note.message
         }
       }
