@@ -48,10 +48,8 @@ public enum ForbiddenConstructScanner {
         if allowedRanges.contains(where: { NSIntersectionRange($0, match.range) == match.range }) {
           continue
         }
-        guard let found = Range(match.range, in: code) else { continue }
-        uses.append(
-          Use(construct: construct, line: SwiftSource.position(of: found.lowerBound, in: code).line)
-        )
+        let line = SwiftSource.position(ofUTF16: match.range.location, in: code).line
+        uses.append(Use(construct: construct, line: line))
       }
     }
     return uses.sorted { $0.line < $1.line }

@@ -34,8 +34,8 @@ struct CodeText {
     !ranges(pattern, in: range).isEmpty
   }
 
-  /// The offset just past the bracket that closes the one at `open` (`{`, `(`, `[` or `<`
-  /// for the first three), or the end of the text.
+  /// The offset just past the bracket that closes the one at `open` (`{`, `(` or `[`), or
+  /// the end of the text.
   func close(of open: Int) -> Int {
     let opening = character(at: open)
     let closing: Character = opening == "{" ? "}" : opening == "(" ? ")" : "]"

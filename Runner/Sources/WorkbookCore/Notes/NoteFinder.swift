@@ -9,7 +9,7 @@ public enum NoteFinder {
     return rules.filter { $0.applies(to: exerciseID) }.compactMap { rule in
       let offsets = matches(of: rule, in: code).sorted()
       guard !offsets.isEmpty else { return nil }
-      let positions = offsets.map { position(of: $0, in: code) }
+      let positions = offsets.map { SwiftSource.position(ofUTF16: $0, in: code) }
       var lines: [Int] = []
       for position in positions where !lines.contains(position.line) {
         lines.append(position.line)
@@ -28,15 +28,5 @@ public enum NoteFinder {
       offsets += text.find(SwiftSource.pattern(for: construct))
     }
     return Array(Set(offsets))
-  }
-
-  /// The 1-based line, and column in UTF-8 bytes as the compiler counts it, of the UTF-16
-  /// `offset` in `code`.
-  static func position(of offset: Int, in code: String) -> (line: Int, column: Int) {
-    let units = code as NSString
-    let before = units.substring(to: offset)
-    let line = before.reduce(1) { $1 == "\n" ? $0 + 1 : $0 }
-    let lineStart = before.lastIndex(of: "\n").map { before.index(after: $0) } ?? before.startIndex
-    return (line, before[lineStart...].utf8.count + 1)
   }
 }

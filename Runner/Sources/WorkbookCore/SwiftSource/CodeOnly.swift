@@ -99,18 +99,12 @@ public enum SwiftSource {
     return String(output)
   }
 
-  /// The 1-based line and column (in characters) of `index` in `text`.
-  public static func position(of index: String.Index, in text: String) -> (line: Int, column: Int) {
-    var line = 1
-    var lineStart = text.startIndex
-    var cursor = text.startIndex
-    while cursor < index {
-      if text[cursor] == "\n" {
-        line += 1
-        lineStart = text.index(after: cursor)
-      }
-      cursor = text.index(after: cursor)
-    }
-    return (line, text.distance(from: lineStart, to: index) + 1)
+  /// The 1-based line, and column in UTF-8 bytes as the compiler counts it, of the UTF-16
+  /// `offset` in `text` (where `NSRegularExpression` puts a match).
+  public static func position(ofUTF16 offset: Int, in text: String) -> (line: Int, column: Int) {
+    let before = (text as NSString).substring(to: offset)
+    let line = before.reduce(1) { $1 == "\n" ? $0 + 1 : $0 }
+    let lineStart = before.lastIndex(of: "\n").map { before.index(after: $0) } ?? before.startIndex
+    return (line, before[lineStart...].utf8.count + 1)
   }
 }
