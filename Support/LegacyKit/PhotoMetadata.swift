@@ -39,6 +39,7 @@ public final class ExifRecord {
     guard fields.count == 5, let seconds = Double(fields[2]), let width = Int(fields[3]),
       let height = Int(fields[4])
     else { return nil }
+    photoMetadataHolds.pass(cameraModel: String(fields[1]))
     self.init(
       cameraModel: String(fields[1]), capturedAt: Date(timeIntervalSince1970: seconds),
       pixelWidth: width, pixelHeight: height)
@@ -58,6 +59,28 @@ public final class ExifRecord {
   /// ends, so an app that reads its files in parallel shows it here on every run (given two
   /// cores), and one that reads them one at a time never does.
   public static var readsInParallel: Int { photoMetadataReads.overlaps }
+
+  /// Test support: holds every read of a file taken with `cameraModel`, on the thread that
+  /// reads it, until ``ExifReadHold/release()`` (or for 5 seconds at most, so that nothing
+  /// waits for ever). With it a test sees an import that is half done: some of its files read,
+  /// one still being read.
+  public static func holdReads(ofCamera cameraModel: String) -> ExifReadHold {
+    photoMetadataHolds.hold(cameraModel)
+    return ExifReadHold(cameraModel: cameraModel)
+  }
+}
+
+/// Test support: the reads of one camera's files that ``ExifRecord/holdReads(ofCamera:)``
+/// holds.
+public struct ExifReadHold: Sendable {
+  /// The camera whose files' reads are held.
+  public let cameraModel: String
+
+  /// How many reads are waiting for the hold to be released now.
+  public var readsWaiting: Int { photoMetadataHolds.waiting(cameraModel) }
+
+  /// Lets the held reads go on, and the later reads of that camera's files pass.
+  public func release() { photoMetadataHolds.release(cameraModel) }
 }
 
 /// An index of photo metadata: the record of each photo, by name, and the photos each camera
@@ -131,6 +154,47 @@ public final class MetadataIndex {
 private let photoMetadataReads = PhotoMetadataOverlaps()
 /// The calls into any `MetadataIndex` under way, on any thread.
 private let photoMetadataEntries = PhotoMetadataOverlaps()
+
+/// The cameras whose files' reads are held, and the reads waiting for each.
+private let photoMetadataHolds = PhotoMetadataHolds()
+
+/// Holds reads until a test lets them go: ``ExifRecord/holdReads(ofCamera:)``.
+private final class PhotoMetadataHolds {
+  private let condition = NSCondition()
+  private var held: Set<String> = []
+  private var waitingReads: [String: Int] = [:]
+
+  func hold(_ cameraModel: String) {
+    condition.lock()
+    defer { condition.unlock() }
+    held.insert(cameraModel)
+  }
+
+  func release(_ cameraModel: String) {
+    condition.lock()
+    defer { condition.unlock() }
+    held.remove(cameraModel)
+    condition.broadcast()
+  }
+
+  func waiting(_ cameraModel: String) -> Int {
+    condition.lock()
+    defer { condition.unlock() }
+    return waitingReads[cameraModel, default: 0]
+  }
+
+  /// Returns at once unless the camera's reads are held; then when they are let go, or after
+  /// 5 seconds.
+  func pass(cameraModel: String) {
+    condition.lock()
+    defer { condition.unlock() }
+    guard held.contains(cameraModel) else { return }
+    waitingReads[cameraModel, default: 0] += 1
+    defer { waitingReads[cameraModel, default: 0] -= 1 }
+    let deadline = Date(timeIntervalSinceNow: 5)
+    while held.contains(cameraModel), condition.wait(until: deadline) {}
+  }
+}
 
 /// Sees threads that are inside the same kind of call at the same time.
 ///

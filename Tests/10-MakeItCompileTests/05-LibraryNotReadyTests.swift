@@ -21,7 +21,7 @@ import WorkbookTesting
 /// | many callers at once: imports, and queries made again and again until they end, from several tasks | every photo of every import: `manyCallersAtOnce` | `manyCallersAtOnce` (a query that does not wait for the actor meets an add) | — | any task |
 /// | the import screen | its grid and its sidebar show the import: `screenShowsTheImport` | — | — | the main actor: `screenShowsTheImport` |
 /// | cancellation | — the catalog promises nothing for a cancelled import | | | |
-/// | an import that starts while another has added part of its photos | — not tested yet: a correct import adds every photo its reads have finished without suspending, and the reads finish together, so no import is ever seen half done. Mistakes that keep an import's photos or counts in the catalog's state across its await (found by a blind set) pass for that reason; a read that the test can slow down would catch them | | | |
+/// | an import that runs while another is half done (one of its reads held by the library's `holdReads(ofCamera:)`) | both return all their photos, and the counts hold both: `importWhileAnotherIsHalfDone` (an import that keeps its photos or counts in the catalog's state across its await loses the other's) | — | — | any task |
 /// | a catalog no longer used | — created once at launch and kept: its release is not tested (a change handler that keeps it alive is harmless here) | | | |
 @Suite("10.5 A library that is not ready", .serialized)
 struct LibraryNotReadyTests {
@@ -242,6 +242,82 @@ struct LibraryNotReadyTests {
       Comment(rawValue: Self.overlapMessage(entered, "4 imports and queries from 8 tasks")))
   }
 
+  @Test("An import that runs while another is half done: both keep their photos and counts")
+  func importWhileAnotherIsHalfDone() async throws {
+    // The first import's last file is read slowly: the library holds its read until the
+    // second import has returned, so the catalog sees the second one run from start to end
+    // while the first waits for its read, as a large file would make it wait.
+    let first = catalogShots(prefix: "halfway", count: 6)
+    let slow = CatalogShot(
+      name: "halfway-slow.jpg", camera: "Leica Q3", second: 1_700_000_999, width: 6000,
+      height: 4000)
+    let second = catalogShots(prefix: "meanwhile", count: 6, cameras: ["Sony A7 IV", "Nikon Z6"])
+    let hold = ExifRecord.holdReads(ofCamera: slow.camera)
+    defer { hold.release() }
+    let outcome = try await Self.withinDeadline(
+      "importPhotos(_:) while another import waits for a read", seconds: 15, checksPool: false
+    ) {
+      let catalog = PhotoCatalog()
+      let firstImport = Task {
+        await catalog.importPhotos(first.map(\.file) + [slow.file]).map(CatalogShot.init)
+      }
+      let held = await eventually(within: .seconds(5)) { hold.readsWaiting > 0 }
+      // Give the first import's other reads time to reach the catalog (up to a second; a
+      // catalog that adds them only at the end is right too, and is not waited for).
+      for _ in 0..<200 {
+        var indexed = 0
+        for camera in catalogCameras { indexed += await catalog.photos(takenWith: camera).count }
+        if indexed == first.count { break }
+        try await Task.sleep(for: .milliseconds(5))
+      }
+      let secondPhotos = await catalog.importPhotos(second.map(\.file)).map(CatalogShot.init)
+      let countsMeanwhile = await catalog.photoCountsByCamera()
+      hold.release()
+      let firstPhotos = await firstImport.value
+      return (held, firstPhotos, secondPhotos, countsMeanwhile, await catalog.photoCountsByCamera())
+    }
+    let (held, firstPhotos, secondPhotos, countsMeanwhile, counts) = outcome
+    let all = first.map(\.shot) + [slow]
+
+    #expect(
+      held,
+      Comment(
+        rawValue: "the import never read its file of a \(slow.camera), so the test could not "
+          + "hold it: importPhotos(_:) must read every file"))
+    #expect(
+      secondPhotos == second.map(\.shot),
+      Comment(
+        rawValue: "an import made while another one waited for a read returned "
+          + "\(secondPhotos.map(\.name)), not its \(second.count) photos "
+          + "\(second.map(\.shot.name))"))
+    #expect(
+      firstPhotos == all,
+      Comment(
+        rawValue: "an import that waited for a read while another import ran returned "
+          + "\(firstPhotos.map(\.name)), not its \(all.count) photos \(all.map(\.name)). "
+          + "Another import ran on the actor while this one awaited its reads: an actor is "
+          + "reentrant, so what an import keeps in the catalog's properties across an await "
+          + "(the photos of the import under way) another import can change. Keep an "
+          + "import's own photos in its own local variables, or read them back from the index"))
+    #expect(
+      Self.counts(of: second).allSatisfy { countsMeanwhile[$0.key] == $0.value },
+      Comment(
+        rawValue: "right after an import that ran while another waited for a read, "
+          + "photoCountsByCamera() was \(Self.listed(countsMeanwhile)): it must count that "
+          + "import's photos (\(Self.listed(Self.counts(of: second))))"))
+    let expected = Self.counts(of: first).merging(Self.counts(of: second)) { $0 + $1 }
+      .merging([slow.camera: 1]) { $0 + $1 }
+    #expect(
+      counts == expected,
+      Comment(
+        rawValue: "after an import that ran while another waited for a read, and then that "
+          + "one, photoCountsByCamera() was \(Self.listed(counts)), not "
+          + "\(Self.listed(expected)). An actor is reentrant: while an import awaits its reads, "
+          + "another import runs on the actor and changes the counts. An import that copied "
+          + "the counts before its await and writes the copy back after it undoes the "
+          + "other's; change the actor's counts in place, in steps with no await inside"))
+  }
+
   @Test("The import screen shows the photos and the counts, on the main actor")
   func screenShowsTheImport() async throws {
     let shots = catalogShots(prefix: "screen", count: 9)
@@ -266,12 +342,12 @@ struct LibraryNotReadyTests {
   /// `checksPool: false` where the test needs two threads of the concurrency pool at once
   /// (two reads, or two threads in the index): the check holds all of them but one.
   private static func withinDeadline<T: Sendable>(
-    _ name: String, checksPool: Bool = true,
+    _ name: String, seconds: Int = 10, checksPool: Bool = true,
     sourceLocation: SourceLocation = #_sourceLocation,
     _ operation: sending @escaping @isolated(any) () async throws -> T
   ) async throws -> T {
     try await withDeadline(
-      .seconds(10), name,
+      .seconds(seconds), name,
       hint: "the catalog never answered: does an actor method wait for something that needs "
         + "the same actor, or a lock wait for itself?",
       checksPool: checksPool, sourceLocation: sourceLocation, operation)
@@ -352,14 +428,14 @@ private struct CatalogShot: Hashable, Sendable, CustomStringConvertible {
   var description: String { "\(name) (\(camera), \(second) s, \(width)×\(height))" }
 }
 
-/// `count` shots named `prefix-0` and so on, from the three cameras in turn, taken at
-/// distinct moments out of order, with their files.
+/// `count` shots named `prefix-0` and so on, from the cameras in turn (the three above unless
+/// told), taken at distinct moments out of order, with their files.
 private func catalogShots(
-  prefix: String, count: Int
+  prefix: String, count: Int, cameras: [String] = catalogCameras
 ) -> [(shot: CatalogShot, file: PickedPhotoFile)] {
   (0..<count).map { number in
     let shot = CatalogShot(
-      name: "\(prefix)-\(number).jpg", camera: catalogCameras[number % catalogCameras.count],
+      name: "\(prefix)-\(number).jpg", camera: cameras[number % cameras.count],
       second: 1_700_000_000 + (number * 7_919) % 1_000, width: 4000 + number, height: 3000)
     return (shot, shot.file)
   }
