@@ -15,9 +15,10 @@ import WorkbookTesting
 /// | --- | --- | --- | --- | --- |
 /// | `exportPhotos(_:options:pipeline:progress:completion:)` | every one, in order, once: `callbackExportReturnsEveryPhoto`; in order when the last finishes first: `photosRunTogetherAndCountAsTheyGo`; none lost when two workers store at the same instant: `callbackExportKeepsPhotosOfWorkersThatFinishTogether`; none lost when many store quickly, one after another: `callbackExportKeepsEveryPhotoOfALongExport` | each counted once by the completion: `callbackExportReturnsEveryPhoto`; as soon as it is done, in the order counted: `photosRunTogetherAndCountAsTheyGo`; none lost when two count at the same instant: `callbackExportKeepsPhotosOfWorkersThatFinishTogether`; none lost when many count quickly, one after another: `callbackExportKeepsEveryPhotoOfALongExport` | those it was given: `callbackExportReturnsEveryPhoto` | returns at once, completion later, not on the caller's thread: `callbackExportReturnsAtOnce`; completion on a background queue: `callbackExportReturnsEveryPhoto`; pipeline off the main actor: `mainActorStaysResponsive` |
 /// | `exportPhotos(_:options:pipeline:progress:) async` | every one, in order: `asyncExportReturnsEveryPhoto`; in order when the last finishes first: `photosRunTogetherAndCountAsTheyGo` | each counted once by the return: `asyncExportReturnsEveryPhoto`; as soon as it is done: `photosRunTogetherAndCountAsTheyGo` | those it was given: `asyncExportReturnsEveryPhoto` | off the caller's actor (called from the main actor): `mainActorStaysResponsive` |
-/// | `PhotoExportModel.startExport(_:)` | in `exported` when its task ends: `modelSetsProgressAndPhotos` | `progress` set before it returns, complete at the end: `modelSetsProgressAndPhotos` | as they were when it started, whatever the sheet edits meanwhile: `sheetEditsDoNotReachARunningExport`; the next export uses the edits: `sheetEditsDoNotReachARunningExport` | returns at once, the main actor keeps running jobs while the pipeline works: `mainActorStaysResponsive` |
-/// | several exports at once, both APIs, one pipeline | each its own photos, none lost: `manyExportsAtOnce` | each its own, none lost or doubled, never going back, read meanwhile from another thread: `manyExportsAtOnce` | — each export's own, as above | completion called once each: `manyExportsAtOnce` (a second call after the test has ended would go unseen: nothing in the fix adds one) |
-/// | no photos | none, and the completion still comes: `emptyExport` | done (1.0): `emptyExport` | — | — |
+/// | `PhotoExportModel.startExport(_:)` | in `exported` when its task ends: `modelSetsProgressAndPhotos` | `progress` set before it returns, complete at the end; a new one for the next export, counting its photos only: `modelSetsProgressAndPhotos` | as they were when it started, whatever the sheet edits meanwhile: `sheetEditsDoNotReachARunningExport`; the next export uses the edits: `sheetEditsDoNotReachARunningExport` | returns at once, the main actor keeps running jobs while the pipeline works: `mainActorStaysResponsive` |
+/// | several exports at once, both APIs, one pipeline, with the pool check off so that the callback exports' workers overlap | each its own photos, none lost, none taken from another export: `manyExportsAtOnce` | each its own, none lost or doubled, never going back, read meanwhile from another thread: `manyExportsAtOnce` | — each export's own, as above | completion called once each: `manyExportsAtOnce` (a second call after the test has ended would go unseen: nothing in the fix adds one) |
+/// | an export started while another waits for its last photo, through each API (on two cores or more) | each its own, in order: `exportStartedWhileAnotherRuns` | each its own, complete: `exportStartedWhileAnotherRuns` | each its own: `exportStartedWhileAnotherRuns` | the second does not wait for the first: `exportStartedWhileAnotherRuns` |
+/// | no photos | none, and the completion still comes: `emptyExport` | done (1.0): `emptyExport` | — | completion after the call returned, not on the caller's thread (the main queue): `emptyExport` |
 /// | several photos at a time | two photos in the pipeline at once, through both exports: `photosRunTogetherAndCountAsTheyGo` (on two cores or more: the pool that runs tasks has a thread per core) | | | |
 @Suite("10.2 Captures across threads", .serialized)
 @MainActor
@@ -88,6 +89,25 @@ struct PhotoExportTests {
     checkCounted(
       model.progress?.exported ?? [], photos,
       "the model's export ended (in the model's progress property)")
+
+    // The next export draws its own bar: a new progress, for its own photos only.
+    let next = makePhotos(7, prefix: "next")
+    let nextTask = model.startExport(next)
+    let counted = model.progress?.exported ?? []
+    #expect(
+      model.progress?.total == next.count && Set(counted).isSubset(of: next.map(\.name)),
+      Comment(
+        rawValue: "a second startExport(_:) must set a new progress, for its \(next.count) "
+          + "photos: progress had a total of \(model.progress.map { String($0.total) } ?? "nil") "
+          + "and had counted \(counted.count) photos. Each export counts into a progress of its "
+          + "own, or the bar starts full and counts twice"))
+    try await withDeadline(.seconds(5), "the task of a second startExport(_:)") {
+      await nextTask.value
+    }
+    checkPhotos(model.exported, next, options, "the model's second export (its exported property)")
+    checkCounted(
+      model.progress?.exported ?? [], next,
+      "the model's second export ended (in the model's progress property)")
   }
 
   @Test("Edits made on the sheet while an export runs do not reach it; the next one uses them")
@@ -224,36 +244,17 @@ struct PhotoExportTests {
       readerDone.withLock { $0 = true }
     }.start()
 
-    let results = try await withDeadline(
-      .seconds(10), "\(exports) exports at once (half callback, half async)"
-    ) {
-      await withTaskGroup(of: (Int, [ExportedPhoto]).self) { group in
-        for (index, job) in jobs.enumerated() {
-          group.addTask {
-            guard index.isMultiple(of: 2) else {
-              return (
-                index,
-                await exportPhotos(
-                  job.photos, options: job.options, pipeline: pipeline, progress: job.progress)
-              )
-            }
-            let exported = await withCheckedContinuation { continuation in
-              // Started from a queue of its own, as the share extension does.
-              DispatchQueue.global().async {
-                exportPhotos(
-                  job.photos, options: job.options, pipeline: pipeline, progress: job.progress
-                ) { exported in
-                  completions.withLock { $0[index] += 1 }
-                  continuation.resume(returning: exported)
-                }
-              }
-            }
-            return (index, exported)
-          }
+    // With the pool check off, in the whole process: it would hold one of the threads the
+    // callback exports' queue runs their workers on, and on two cores the exports would run
+    // one after another, never at once.
+    let results = try await withOneStressAtATime { @Sendable in
+      try await withoutPoolCheck { @Sendable in
+        try await withDeadline(
+          .seconds(10), "\(exports) exports at once (half callback, half async)",
+          checksPool: false
+        ) {
+          await manyExportsRunAtOnce(jobs, pipeline: pipeline, completions: completions)
         }
-        var results = [[ExportedPhoto]](repeating: [], count: jobs.count)
-        for await (index, exported) in group { results[index] = exported }
-        return results
       }
     }
     done.withLock { $0 = true }
@@ -424,16 +425,27 @@ struct PhotoExportTests {
     let photos = makePhotos(
       underThreadSanitizer ? 300 : stressAmount(grading: 2_000, verify: 4_000))
     let options = PhotoExportOptions(maxSide: 2)
+    let progress = PhotoExportProgress(total: photos.count)
+    let countedInTime = CountedBeforeTheNextPhoto(progress)
     let pipeline = PhotoExportPipeline { @Sendable photo, options in
+      countedInTime.enter(photo.name)
       let started = ContinuousClock.now
       while ContinuousClock.now - started < .microseconds(50) {}
       return exportForTests(photo, maxSide: options.maxSide, watermark: options.watermark)
     }
-    let progress = PhotoExportProgress(total: photos.count)
     let exported = try await callbackExportWithoutPoolCheck(
       photos, options: options, pipeline: pipeline, progress: progress)
     recordLostWork(
       exported, progress, photos, options, how: "worked on many photos, quickly, at the same time")
+    if let late = countedInTime.firstLate {
+      Issue.record(
+        Comment(
+          rawValue: "the callback export had not counted \(late) yet when the worker thread that "
+            + "exported it took its next photo: each photo must be counted as soon as it is "
+            + "exported, by its worker, before the worker's block ends. A count made in a Task, "
+            + "or in a block sent to another queue, comes later, and can come after the "
+            + "completion (the progress bar is then short when the export says it is done)"))
+    }
   }
 
   /// Runs the callback export of `photos`, one stress test at a time and with the pool check
@@ -493,30 +505,209 @@ struct PhotoExportTests {
     + "that appends); reading them in one withLock and storing a new array in a second lets "
     + "another worker's store drop counts made in between"
 
+  @Test(
+    "An export started while another waits for a photo: each keeps its own photos and counts",
+    .enabled(
+      if: ProcessInfo.processInfo.activeProcessorCount >= 2,
+      Comment(
+        rawValue: "the second export runs while the first holds a thread, so it needs a second "
+          + "core")),
+    arguments: ExportAPI.allCases)
+  func exportStartedWhileAnotherRuns(through api: ExportAPI) async throws {
+    let first = makePhotos(12, prefix: "first")
+    let second = makePhotos(8, prefix: "second")
+    let options = PhotoExportOptions(maxSide: 3, watermark: "one")
+    let secondOptions = PhotoExportOptions(maxSide: 2, watermark: "two")
+    let firstProgress = PhotoExportProgress(total: first.count)
+    let secondProgress = PhotoExportProgress(total: second.count)
+    let secondResult = Locked<[ExportedPhoto]?>(nil)
+    let quick = PhotoExportPipeline { @Sendable photo, options in
+      exportForTests(photo, maxSide: options.maxSide, watermark: options.watermark)
+    }
+    // The first export's last photo starts the second export, and stays in the pipeline
+    // until that one has ended: the second runs from start to end inside the first.
+    let held = first[first.count - 1].name
+    let pipeline = PhotoExportPipeline { @Sendable photo, options in
+      if photo.name == held {
+        api.start(second, options: secondOptions, pipeline: quick, progress: secondProgress) {
+          photos in secondResult.withLock { $0 = photos }
+        }
+        _ = waitRunnable(upTo: .seconds(3)) { secondResult.value != nil }
+      }
+      return exportForTests(photo, maxSide: options.maxSide, watermark: options.watermark)
+    }
+    let firstResult = try await withOneStressAtATime { @Sendable in
+      try await withoutPoolCheck { @Sendable in
+        try await withDeadline(
+          .seconds(15), "\(api) while another export ran inside it", checksPool: false
+        ) {
+          await api.run(first, options: options, pipeline: pipeline, progress: firstProgress)
+        }
+      }
+    }
+
+    guard let secondPhotos = secondResult.value else {
+      Issue.record(
+        Comment(
+          rawValue: "\(api) started while another export waited for a photo never ended, "
+            + "though a thread was free for it: does an export wait for the one before it?"))
+      return
+    }
+    // One issue, naming what went wrong and the cause such a mix-up has.
+    func named(_ photos: [String]) -> String {
+      photos.prefix(3).joined(separator: ", ") + (photos.count > 3 ? ", …" : "")
+    }
+    var wrong: [String] = []
+    for (which, got, photos, options) in [
+      ("the first", firstResult, first, options),
+      ("the second", secondPhotos, second, secondOptions),
+    ] where photosFault(got, photos, options, which) != nil {
+      wrong.append(
+        "\(which) handed back \(got.count) photos (\(named(got.map(\.name)))), not its own "
+          + "\(photos.count) (\(named(photos.map(\.name))))")
+    }
+    // A progress short of its own photos, with none of the other's, counted late, which
+    // another test names; here only what one export took from the other is reported.
+    for (which, progress, photos) in [
+      ("the first", firstProgress, first), ("the second", secondProgress, second),
+    ] where !Set(progress.exported).isSubset(of: photos.map(\.name)) || !wrong.isEmpty {
+      guard countFault(progress.exported, photos, which) != nil else { continue }
+      wrong.append(
+        "\(which)'s progress counted \(progress.exported.count) photos "
+          + "(\(named(progress.exported))), not its own \(photos.count)")
+    }
+    if wrong.isEmpty {
+      if let fault = countFault(firstProgress.exported, first, "\(api) ended")
+        ?? countFault(secondProgress.exported, second, "\(api) ended")
+      {
+        Issue.record(Comment(rawValue: fault))
+      }
+    } else {
+      Issue.record(
+        Comment(
+          rawValue: "two exports through \(api) ran at once (the second started while the first "
+            + "waited for its last photo): " + wrong.joined(separator: "; ") + ". One took or "
+            + "emptied the other's: each export must keep its photos and counts in state of its "
+            + "own (a local, or an object it makes when it starts), not in a global, a static or "
+            + "a property that every export shares"))
+    }
+  }
+
   @Test("An export of no photos finishes at once, with nothing to show")
   func emptyExport() async throws {
     let options = PhotoExportOptions(maxSide: 3)
     let pipeline = ExportTestPipeline().make()
     let progress = PhotoExportProgress(total: 0)
-    let fromCallback = try await withDeadline(
-      .seconds(2), "exportPhotos(_:options:pipeline:progress:completion:) with no photos",
-      hint: "with no photos, the group has nothing to wait for, and its notify must still "
-        + "call the completion"
-    ) {
-      await withCheckedContinuation { continuation in
-        exportPhotos([], options: options, pipeline: pipeline, progress: progress) {
-          continuation.resume(returning: $0)
-        }
-      }
+    // Called from the main actor, as the screen would: the completion must still come later,
+    // on a background queue, as for any export.
+    let returned = Locked(false)
+    let reply = Locked<(photos: [ExportedPhoto], early: Bool, onMain: Bool)?>(nil)
+    exportPhotos([], options: options, pipeline: pipeline, progress: progress) { photos in
+      reply.withLock { $0 = (photos, !returned.value, isOnTheMainQueue()) }
     }
+    returned.withLock { $0 = true }
+    await eventually(
+      "the completion of exportPhotos(_:options:pipeline:progress:completion:) with no photos "
+        + "(with no photos, the group has nothing to wait for, and its notify must still call "
+        + "it)"
+    ) { @Sendable in reply.value != nil }
+    let (fromCallback, early, onMain) = reply.value ?? ([], false, false)
     let fromAsync = try await withDeadline(.seconds(2), "exportPhotos(_:) async with no photos") {
       await exportPhotos([], options: options, pipeline: pipeline, progress: progress)
     }
 
     #expect(fromCallback.isEmpty)
+    // Only the caller's thread tells "before it returned" apart: a completion on a background
+    // queue may well run before the call's next line does, and that is right.
+    #expect(
+      !onMain,
+      Comment(
+        rawValue: "with no photos, the callback export called its completion on the main queue, "
+          + "the caller's"
+          + (early ? ", before it returned" : "")
+          + ". It promises to call it later, once, on a background queue, for no photos too: a "
+          + "caller that sets up its screen after the call would miss it"))
     #expect(fromAsync.isEmpty)
     #expect(progress.exported.isEmpty)
     #expect(progress.fractionDone == 1, "an export of no photos is done")
+  }
+}
+
+/// Runs every job's export at once, the even ones through the callback export (started from
+/// a queue of its own, as the share extension does) and the odd ones through the async one;
+/// returns each job's photos and counts each completion call.
+private func manyExportsRunAtOnce(
+  _ jobs: [(photos: [PhotoToExport], options: PhotoExportOptions, progress: PhotoExportProgress)],
+  pipeline: PhotoExportPipeline, completions: Locked<[Int]>
+) async -> [[ExportedPhoto]] {
+  await withTaskGroup(of: (Int, [ExportedPhoto]).self) { group in
+    for (index, job) in jobs.enumerated() {
+      group.addTask {
+        guard index.isMultiple(of: 2) else {
+          return (
+            index,
+            await exportPhotos(
+              job.photos, options: job.options, pipeline: pipeline, progress: job.progress)
+          )
+        }
+        let exported = await withCheckedContinuation { continuation in
+          // Started from a queue of its own, as the share extension does.
+          DispatchQueue.global().async {
+            exportPhotos(
+              job.photos, options: job.options, pipeline: pipeline, progress: job.progress
+            ) { exported in
+              completions.withLock { $0[index] += 1 }
+              continuation.resume(returning: exported)
+            }
+          }
+        }
+        return (index, exported)
+      }
+    }
+    var results = [[ExportedPhoto]](repeating: [], count: jobs.count)
+    for await (index, exported) in group { results[index] = exported }
+    return results
+  }
+}
+
+/// The two ways to export, for tests that run the same scene through each.
+enum ExportAPI: String, CaseIterable, Sendable, CustomStringConvertible {
+  case callback = "the callback export"
+  case async = "the async export"
+
+  var description: String { rawValue }
+
+  /// Starts an export of `photos` and returns at once; `done` gets its photos.
+  func start(
+    _ photos: [PhotoToExport], options: PhotoExportOptions, pipeline: PhotoExportPipeline,
+    progress: PhotoExportProgress, done: @escaping @Sendable ([ExportedPhoto]) -> Void
+  ) {
+    switch self {
+    case .callback:
+      exportPhotos(
+        photos, options: options, pipeline: pipeline, progress: progress, completion: done)
+    case .async:
+      Task {
+        done(await exportPhotos(photos, options: options, pipeline: pipeline, progress: progress))
+      }
+    }
+  }
+
+  /// Exports `photos` and returns them.
+  func run(
+    _ photos: [PhotoToExport], options: PhotoExportOptions, pipeline: PhotoExportPipeline,
+    progress: PhotoExportProgress
+  ) async -> [ExportedPhoto] {
+    switch self {
+    case .callback:
+      await withCheckedContinuation { continuation in
+        exportPhotos(photos, options: options, pipeline: pipeline, progress: progress) {
+          continuation.resume(returning: $0)
+        }
+      }
+    case .async:
+      await exportPhotos(photos, options: options, pipeline: pipeline, progress: progress)
+    }
   }
 }
 
@@ -618,10 +809,39 @@ private func countFault(
       "by the time \(when), its progress had counted \(counted.count) of \(expected.count) "
       + "photos: the missing counts never reached the progress the caller holds. A progress "
       + "that is a struct is copied into each worker, and each worker counts in its own copy; "
-      + "one that counts in a Task or on an actor counts later than the export ends; one that "
+      + "one that counts in a Task, on an actor or in a block sent to another queue counts later than the export ends; one that "
       + "reads the names in one withLock and stores a new array in a second drops the counts "
       + "made in between. Keep one progress object that every worker counts into at once, "
       + "safely (a Mutex in a Sendable class): read and change the names in one locked step"
+  }
+}
+
+/// Sees whether each photo was counted before the thread that exported it took its next
+/// photo: a worker block counts its photo before it ends, and only then does its thread run
+/// the next block. (For the callback export's worker blocks only: a thread of the concurrency
+/// pool may move on to the next task before a parent that counts the results has run.)
+private final class CountedBeforeTheNextPhoto: Sendable {
+  private let progress: PhotoExportProgress
+  /// Each thread keeps the name of its last photo under this key, in its own dictionary.
+  private let key = "CountedBeforeTheNextPhoto \(UUID())"
+  private let late = Mutex<String?>(nil)
+
+  init(_ progress: PhotoExportProgress) {
+    self.progress = progress
+  }
+
+  /// The first photo found not counted when its thread entered the pipeline again.
+  var firstLate: String? { late.withLock { $0 } }
+
+  /// Called in the pipeline, on the worker's thread, as the photo named `name` enters it.
+  func enter(_ name: String) {
+    let mine = Thread.current.threadDictionary
+    if let previous = mine[key] as? String, firstLate == nil,
+      !progress.exported.contains(previous)
+    {
+      late.withLock { $0 = $0 ?? previous }
+    }
+    mine[key] = name
   }
 }
 
@@ -693,6 +913,17 @@ private final class OverlapScript: Sendable {
             + "not count it until later: the progress bar stood still. Count each photo in "
             + "the progress on its worker, as soon as that photo is exported, not once every "
             + "photo is done (nor in a Task of its own, which counts it whenever it gets to run)"),
+        sourceLocation: sourceLocation)
+    } else if progress.exported.count < 2,
+      Set(progress.exported).isSubset(of: ["photo-0", "photo-1"])
+    {
+      Issue.record(
+        Comment(
+          rawValue: "by the time \(what) ended, its progress listed only \(progress.exported): "
+            + "a photo exported before the end was counted later, or never. Count each photo "
+            + "on its worker, as soon as it is exported, before the worker's block or task "
+            + "ends; a count made in a Task, or in a block sent to another queue, can come "
+            + "after the export is done"),
         sourceLocation: sourceLocation)
     } else if progress.exported != ["photo-1", "photo-0"] {
       Issue.record(

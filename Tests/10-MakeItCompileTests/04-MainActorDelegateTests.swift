@@ -22,7 +22,7 @@ import WorkbookTesting
 /// | start() | scanning: `sessionEventsShowAtOnce`, every test | none: `sessionEventsShowAtOnce` | posted to the main queue after start() returned |
 /// | interrupted (a phone call, another app) | paused, with its reason and the count of labels read before it: `sessionEventsShowAtOnce` | those read before it: `sessionEventsShowAtOnce` | — |
 /// | interruption ended | scanning: `sessionEventsShowAtOnce` | — | — |
-/// | finish() | finished, counting every label read before: `sessionEventsShowAtOnce`, `everyLabelInOrder` | every label: `everyLabelInOrder` | — |
+/// | finish() | finished, counting every label read before: `sessionEventsShowAtOnce`, `everyLabelInOrder`; not finished yet when finish() returns, before the camera stopped: `sessionEventsShowAtOnce` | every label: `everyLabelInOrder` | — |
 /// | 500 labels, some read twice, in batches | — | every one, in the order read, twice when read twice: `everyLabelInOrder` | handed over one at a time on the decoding queue, a background queue |
 /// | a label read while the main thread is busy | counted at the next event: `labelsChangeOnlyOnTheMainThread` | unchanged while the main thread is busy, listed at the next event: `labelsChangeOnlyOnTheMainThread` | never changed on the decoding queue; the decoding queue does not wait for the main thread: `labelsChangeOnlyOnTheMainThread` |
 /// | labels and events from background threads, interleaved, 20 rounds | each event with the labels before it: `interleavedFromBackgroundThreads` | in order, across events: `interleavedFromBackgroundThreads` | the camera's side played from threads of the test's own |
@@ -50,6 +50,17 @@ struct MainActorDelegateTests {
     let after = ["8711000530085"]
     scanner.read(after)
     model.finish()
+    // The camera has not stopped yet: the scanner reports it later, on the main queue, after
+    // the labels just read (no event has reached the screen yet: the test holds the main actor).
+    if case .finished = model.status {
+      Issue.record(
+        Comment(
+          rawValue: "right after finish() returned, before the scanner reported that the camera "
+            + "had stopped, the status line already said \(model.status). It must show the "
+            + "count once the camera has stopped (shelfScannerDidStopRunning), when every label "
+            + "read before has been listed; a count shown earlier misses the labels still on "
+            + "their way"))
+    }
 
     await redraws.expect([
       (.started, .scanning, []),
