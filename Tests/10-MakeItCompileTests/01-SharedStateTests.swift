@@ -67,8 +67,10 @@ struct SharedStateTests {
                 ? "the rest came later. \(Self.lateHint)"
                 : "counts were lost. Reading the count and writing it back in two steps (two "
                   + "locked sections, or a load and a store) lets two threads write the same "
-                  + "number; make each count one indivisible step (Atomic's add, or one "
-                  + "withLock that reads and writes)")))
+                  + "number, and a lock taken only when it is free (withLockIfAvailable) or a "
+                  + "compare-and-exchange tried once skips the count when another thread is "
+                  + "counting; make each count one indivisible step that always happens "
+                  + "(Atomic's add, or one withLock that reads and writes)")))
   }
 
   @Test("Counts from the main actor and from background threads together")
@@ -140,9 +142,13 @@ struct SharedStateTests {
           + (arrivedLater
             ? "they arrived later: a store must be done by the time store(_:named:) returns, "
               + "not handed to a Task or another queue"
-            : "every store must reach the one shared cache, whatever thread makes it, and "
-              + "two stores at once must not undo each other (a copy of the dictionary changed "
-              + "and written back loses the other thread's store)")))
+            : missingAtOnce.count == threads * 300
+              ? "none of them could be read back. A `shared` that makes a new cache on every "
+                + "access (a computed property) stores into a cache nobody keeps: make it a "
+                + "stored `static let`, made once, that every caller reaches"
+              : "every store must reach the one shared cache, whatever thread makes it, and "
+                + "two stores at once must not undo each other (a copy of the dictionary changed "
+                + "and written back loses the other thread's store)")))
   }
 
   @Test("Storing a name again replaces its thumbnail")
@@ -204,6 +210,10 @@ struct SharedStateTests {
       counted == names.count,
       Comment(
         rawValue: "the renderer counted \(names.count) thumbnails on its queue, and the count "
-          + "grew by \(counted) by the time its completion ran: " + Self.lateHint))
+          + "grew by \(counted) by the time its completion ran: "
+          + (counted > names.count
+            ? "some thumbnails were counted twice: the renderer counts each one, so storing "
+              + "it must not count it again"
+            : Self.lateHint)))
   }
 }

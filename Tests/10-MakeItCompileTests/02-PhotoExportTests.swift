@@ -261,8 +261,26 @@ struct PhotoExportTests {
     await eventually("the thread reading the progress to finish") { @Sendable in readerDone.value }
 
     // One issue for all the exports, naming the first that went wrong.
-    let faults = jobs.enumerated().compactMap { index, job in
-      photosFault(results[index], job.photos, job.options, "export \(index) of \(exports)")
+    let faults = jobs.enumerated().compactMap { index, job -> String? in
+      // Another export's photos in this one's result: state the exports share.
+      let own = Set(job.photos.map(\.name))
+      if let foreign = results[index].first(where: { !own.contains($0.name) }) {
+        return "export \(index) of \(exports) handed back \(foreign.name), a photo of another "
+          + "export that ran at the same time: each export must keep its photos in state of "
+          + "its own (a local, or an object it makes when it starts), not in a global, a "
+          + "static or a property that every export shares"
+      }
+      if results[index].count < job.photos.count {
+        return "export \(index) of \(exports) handed back \(results[index].count) photos, not "
+          + "\(job.photos.count), while other exports ran at the same time: photos its workers "
+          + "exported never reached its result. State that every export shares (a global, a "
+          + "static) lets one export's completion take or empty another's photos; a copy that "
+          + "a worker changes (a struct, an array captured by value) is thrown away; slots "
+          + "copied out in one withLock and back in a second drop the photos stored in between. "
+          + "Keep each export's photos in state of its own, where each worker must store its "
+          + "photo in one locked step"
+      }
+      return photosFault(results[index], job.photos, job.options, "export \(index) of \(exports)")
         ?? countFault(job.progress.exported, job.photos, "export \(index) of \(exports) ended")
     }
     if let first = faults.first {
@@ -901,8 +919,9 @@ private final class OverlapScript: Sendable {
         Comment(
           rawValue: "\(what) ran its photos one at a time: photo-1 was never in the pipeline "
             + "while photo-0 was. The pipeline may run several photos at a time, and an export "
-            + "must let it: a lock held around the pipeline, a serial queue, or a loop that "
-            + "awaits each photo before it starts the next runs them one by one"),
+            + "must let it: a lock held around the pipeline, a serial queue, an actor (which "
+            + "runs one of its calls at a time), or a loop that awaits each photo before it "
+            + "starts the next runs them one by one"),
         sourceLocation: sourceLocation)
       return
     }
@@ -929,8 +948,10 @@ private final class OverlapScript: Sendable {
       Issue.record(
         Comment(
           rawValue: "after \(what), the progress listed \(progress.exported); photo-1 was "
-            + "counted first, so it must list [\"photo-1\", \"photo-0\"]: each name once, in "
-            + "the order they were counted (a Set, or sorting, loses that order)"),
+            + "exported first, so it must list [\"photo-1\", \"photo-0\"]: each name once, in "
+            + "the order they were counted, each counted once the pipeline has exported it. A "
+            + "photo counted before the pipeline has run it comes first too early, and a Set, "
+            + "or sorting, loses the order"),
         sourceLocation: sourceLocation)
     }
     // photo-1 finished first, and must still come back second.

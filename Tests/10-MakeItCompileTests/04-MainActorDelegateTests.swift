@@ -325,6 +325,17 @@ private func aisleWhatWentWrong(
       Array(expected.labels.prefix(shown.labels.count)) == shown.labels
     {
       let gone = finally.labels.count < expected.labels.count
+      if gone {
+        return """
+          \(opening): \(expected.labels.count - shown.labels.count) of the labels the scanner \
+          had handed over before it posted this event were not listed, and \
+          \(expected.labels.count - finally.labels.count) never were, even once the main actor \
+          had caught up: they never reached the screen. The screen must be the scanner's label \
+          delegate from before startRunning() until the camera has stopped, and stay alive: \
+          the scanner holds its delegates weakly (a helper object that nothing else keeps is \
+          freed at once), and drops a label read while it has no label delegate
+          """
+      }
       return """
         \(opening): \(expected.labels.count - shown.labels.count) of the labels the scanner \
         had handed over before it posted this event were not listed yet\

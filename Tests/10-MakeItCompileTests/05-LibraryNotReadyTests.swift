@@ -62,7 +62,14 @@ struct LibraryNotReadyTests {
     }
     let entered = MetadataIndex.concurrentEntries - before
 
-    #expect(photos == shots.map(\.shot), "importPhotos(_:) must return every photo it read")
+    #expect(
+      photos == shots.map(\.shot),
+      Comment(
+        rawValue: photos.count == shots.count
+          ? "importPhotos(_:) returned its \(shots.count) photos in another order: "
+            + "\(photos.prefix(3).map(\.name)) …; it must return them in the order of the files, "
+            + "not in the order their reads finished"
+          : "importPhotos(_:) returned \(photos.count) of the \(shots.count) photos it read"))
     #expect(entered == 0, Comment(rawValue: Self.overlapMessage(entered, "one import of 24 files")))
   }
 
@@ -130,19 +137,25 @@ struct LibraryNotReadyTests {
   @Test("The counts per camera are right as soon as the import returns")
   func countsWhenImportReturns() async throws {
     let shots = catalogShots(prefix: "counts", count: 15)
-    let counts = try await Self.withinDeadline("photoCountsByCamera()") {
+    let (imported, counts) = try await Self.withinDeadline("photoCountsByCamera()") {
       let catalog = PhotoCatalog()
-      _ = await catalog.importPhotos(shots.map(\.file))
-      return await catalog.photoCountsByCamera()
+      let imported = await catalog.importPhotos(shots.map(\.file)).count
+      return (imported, await catalog.photoCountsByCamera())
     }
+    let expected = Self.counts(of: shots)
 
     #expect(
-      counts == Self.counts(of: shots),
+      counts == expected,
       Comment(
         rawValue: "right after importPhotos(_:) returned, photoCountsByCamera() was "
-          + "\(Self.listed(counts)), not \(Self.listed(Self.counts(of: shots))): each camera's count must be up to date by the time "
-          + "the import returns (counted while the photos go into the index, not later in "
-          + "another task)"))
+          + "\(Self.listed(counts)), not \(Self.listed(expected)): "
+          + (imported < shots.count
+            ? "the import returned \(imported) of its \(shots.count) photos, so some files "
+              + "were never read or added: every file with an EXIF block must be imported"
+            : Self.countsFault(counts, expected)
+              ?? "each camera's count must be up to date by the time the import returns "
+              + "(counted on the actor right after each add, not later in another task, and "
+              + "not before the photo is in the index)")))
   }
 
   @Test("A photo imported again replaces its record and is counted once")
@@ -168,9 +181,9 @@ struct LibraryNotReadyTests {
         rawValue: "after importing the same \(shots.count) photos twice (and one of them a "
           + "third time), photoCountsByCamera() was \(Self.listed(counts)), not "
           + "\(Self.listed(Self.counts(of: shots))): "
-          + "a photo imported again replaces the one of the same name, so it must be counted "
-          + "once. Count a camera's photos in the index, as the change handler did, rather "
-          + "than adding one for each photo imported"))
+          + (Self.countsFault(counts, Self.counts(of: shots), countingAgain: true)
+            ?? "a photo imported again replaces the one of the same name, so it must be "
+            + "counted once")))
     #expect(again == [retaken], "importing a photo again returns its new record")
     #expect(
       ofCamera.last == retaken && ofCamera.filter { $0.name == first.name }.count == 1,
@@ -297,32 +310,48 @@ struct LibraryNotReadyTests {
         rawValue: "an import made while another one waited for a read returned "
           + "\(secondPhotos.map(\.name)), not its \(second.count) photos "
           + "\(second.map(\.shot.name))"))
+    // The cause named only when the evidence points at it: the other import's result was
+    // right, and this one lost photos it had, or counts the other had made were undone.
+    let lostToTheOther =
+      secondPhotos == second.map(\.shot) && firstPhotos.count < all.count
+      && Set(firstPhotos).isSubset(of: all)
     #expect(
       firstPhotos == all,
       Comment(
         rawValue: "an import that waited for a read while another import ran returned "
           + "\(firstPhotos.map(\.name)), not its \(all.count) photos \(all.map(\.name)). "
-          + "Another import ran on the actor while this one awaited its reads: an actor is "
-          + "reentrant, so what an import keeps in the catalog's properties across an await "
-          + "(the photos of the import under way) another import can change. Keep an "
-          + "import's own photos in its own local variables, or read them back from the index"))
+          + (lostToTheOther
+            ? "Another import ran on the actor while this one awaited its reads: an actor is "
+              + "reentrant, so what an import keeps in the catalog's properties across an "
+              + "await (the photos of the import under way) another import can change. Keep "
+              + "an import's own photos in its own local variables, or read them back from the "
+              + "index"
+            : "It must return each of its photos with EXIF, once, in the order of its files")))
+    let secondCounted = Self.counts(of: second).allSatisfy { countsMeanwhile[$0.key] == $0.value }
     #expect(
-      Self.counts(of: second).allSatisfy { countsMeanwhile[$0.key] == $0.value },
+      secondCounted,
       Comment(
         rawValue: "right after an import that ran while another waited for a read, "
           + "photoCountsByCamera() was \(Self.listed(countsMeanwhile)): it must count that "
-          + "import's photos (\(Self.listed(Self.counts(of: second))))"))
+          + "import's photos (\(Self.listed(Self.counts(of: second)))) by the time it returns"))
     let expected = Self.counts(of: first).merging(Self.counts(of: second)) { $0 + $1 }
       .merging([slow.camera: 1]) { $0 + $1 }
+    let undone = secondCounted && Self.counts(of: second).contains { counts[$0.key] != $0.value }
     #expect(
       counts == expected,
       Comment(
         rawValue: "after an import that ran while another waited for a read, and then that "
           + "one, photoCountsByCamera() was \(Self.listed(counts)), not "
-          + "\(Self.listed(expected)). An actor is reentrant: while an import awaits its reads, "
-          + "another import runs on the actor and changes the counts. An import that copied "
-          + "the counts before its await and writes the copy back after it undoes the "
-          + "other's; change the actor's counts in place, in steps with no await inside"))
+          + "\(Self.listed(expected)). "
+          + (undone
+            ? "The counts of the import that ran in between were right when it returned, and "
+              + "were undone when the other one ended. An actor is reentrant: while an import "
+              + "awaits its reads, another import runs on the actor and changes the counts. An "
+              + "import that copied the counts before its await and writes the copy back after "
+              + "it undoes the other's; change the actor's counts in place, in steps with no "
+              + "await inside"
+            : Self.countsFault(counts, expected)
+              ?? "Each import must count its photos by the time it returns")))
   }
 
   @Test("The import screen shows the photos and the counts, on the main actor")
@@ -367,6 +396,31 @@ struct LibraryNotReadyTests {
       + "it checks nothing. Keep every use of the index inside one actor (its own methods "
       + "only), so that one thread at a time is inside it; the child tasks that read the "
       + "files may hand the records back, but must not touch the index"
+  }
+
+  /// What is wrong with `counts`, when a camera is missing or counted too high; `nil` when
+  /// the counts are only short (the caller says why that may be).
+  private static func countsFault(
+    _ counts: [String: Int], _ expected: [String: Int], countingAgain: Bool = false
+  ) -> String? {
+    let missing = expected.keys.filter { counts[$0] == nil }.sorted()
+    if !missing.isEmpty {
+      return "\(missing.joined(separator: ", ")) had no count at all, though their photos are "
+        + "in the catalog: counts of photos imported earlier were dropped. An import adds to "
+        + "the catalog's counts; it must not empty them or replace them with its own"
+    }
+    if let (camera, count) = counts.sorted(by: { $0.key < $1.key }).first(where: {
+      $0.value > expected[$0.key, default: 0]
+    }) {
+      return "\(camera) was counted \(count) times for \(expected[camera, default: 0]) photos. "
+        + (countingAgain
+          ? "A photo imported again replaces the one of the same name, so it must be counted "
+            + "once: count a camera's photos in the index, as the change handler did, rather "
+            + "than adding one for each photo imported"
+          : "Count only that camera's photos, in the index (photos(takenWith:)), not every "
+            + "photo of the index or of the import")
+    }
+    return nil
   }
 
   /// "Canon EOS R6: 3, Fujifilm X100V: 4": counts in a stable order.
