@@ -244,6 +244,10 @@ private final class AisleRedraws {
       guard shown == want else {
         let before = index > 0 ? expected[index - 1].status : .idle
         await aisleLetTheMainActorCatchUp()
+        // Late, or never? A label held back on purpose (a delay) gets up to a second.
+        for _ in 0..<100 where model.labels.count < want.labels.count {
+          try? await Task.sleep(for: .milliseconds(10))
+        }
         Issue.record(
           Comment(
             rawValue: aisleWhatWentWrong(

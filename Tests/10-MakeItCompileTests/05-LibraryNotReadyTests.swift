@@ -45,7 +45,14 @@ struct LibraryNotReadyTests {
         rawValue: "importPhotos(_:) returned \(photos.count) photos for \(shots.count) files "
           + "with an EXIF block (and 2 without): expected \(shots.map(\.shot)), got \(photos). "
           + "It must return each photo once, with the record read from its file, in the order "
-          + "of the files, and leave out the files without EXIF"))
+          + "of the files, and leave out the files without EXIF"
+          + (photos.isEmpty
+            ? ". None came back: did it return before its reads had finished? Wait for every "
+              + "read (a task group's results), not for tasks nobody awaits"
+            : photos.count < shots.count && Array(shots.map(\.shot).prefix(photos.count)) == photos
+              ? ". They stop before a file without EXIF: skip such a file "
+                + "and go on with the next, rather than ending there"
+              : "")))
     #expect(
       Set(indexed.map(\.name)) == Set(shots.map(\.shot.name)),
       Comment(
@@ -181,7 +188,8 @@ struct LibraryNotReadyTests {
         rawValue: "after importing the same \(shots.count) photos twice (and one of them a "
           + "third time), photoCountsByCamera() was \(Self.listed(counts)), not "
           + "\(Self.listed(Self.counts(of: shots))): "
-          + (Self.countsFault(counts, Self.counts(of: shots), countingAgain: true)
+          + (Self.countsFault(
+            counts, Self.counts(of: shots), countingAgain: true, afterEarlierImports: true)
             ?? "a photo imported again replaces the one of the same name, so it must be "
             + "counted once")))
     #expect(again == [retaken], "importing a photo again returns its new record")
@@ -350,7 +358,7 @@ struct LibraryNotReadyTests {
               + "import that copied the counts before its await and writes the copy back after "
               + "it undoes the other's; change the actor's counts in place, in steps with no "
               + "await inside"
-            : Self.countsFault(counts, expected)
+            : Self.countsFault(counts, expected, afterEarlierImports: true)
               ?? "Each import must count its photos by the time it returns")))
   }
 
@@ -401,10 +409,12 @@ struct LibraryNotReadyTests {
   /// What is wrong with `counts`, when a camera is missing or counted too high; `nil` when
   /// the counts are only short (the caller says why that may be).
   private static func countsFault(
-    _ counts: [String: Int], _ expected: [String: Int], countingAgain: Bool = false
+    _ counts: [String: Int], _ expected: [String: Int], countingAgain: Bool = false,
+    afterEarlierImports: Bool = false
   ) -> String? {
+    // A camera missing after one import is only not counted yet: the caller says why.
     let missing = expected.keys.filter { counts[$0] == nil }.sorted()
-    if !missing.isEmpty {
+    if afterEarlierImports, !missing.isEmpty {
       return "\(missing.joined(separator: ", ")) had no count at all, though their photos are "
         + "in the catalog: counts of photos imported earlier were dropped. An import adds to "
         + "the catalog's counts; it must not empty them or replace them with its own"
