@@ -34,7 +34,7 @@ private final class Probe: Sendable {
 /// | the scope is let go | its work cancelled: `deinitEndsTheWork` | — | — |
 /// | launch into a cancelled scope | starts cancelled: `launchAfterCancel` | — | racing `cancel()` on other threads, every task ends cancelled: `launchRacingCancel` |
 /// | two scopes | cancelling one leaves the other's work: `scopesAreIndependent` | — | — |
-/// | launch into a cancelled scope, the work checking before `cancel()` lands | — a gap between two statements of `launch` with no call between them: `launchAfterCancel` and `launchRacingCancel` cross it, no test can widen it | | |
+/// | a new task that runs before `launch` goes on past `Task { }` (into a cancelled scope; one that ends at once) | starts cancelled: `launchAfterCancelRunningFirst` | 0 once it ended: `taskEndingBeforeLaunchReturnsIsForgotten` | the task runs first every time (`withNewTasksRunningFirst`) |
 @Suite("7.3 Scopes")
 struct ScopesTests {
   @Test("Runs the work it launches")
@@ -111,6 +111,73 @@ struct ScopesTests {
       """
       work launched after cancel() was not cancelled: cancel() must mark the scope cancelled, \
       and launch(_:) must start work cancelled in a cancelled scope
+      """)
+  }
+
+  @Test("Work launched into a cancelled scope is cancelled before it runs, even at once")
+  func launchAfterCancelRunningFirst() async throws {
+    let scope = TaskScope()
+    scope.cancel()
+    // First as usual: when even that work runs uncancelled, the task running first is not
+    // the cause, and the verdict must not say it is.
+    let sawCancellationAsUsual = Locked<Bool?>(nil)
+    scope.launch { sawCancellationAsUsual.withLock { $0 = Task.isCancelled } }
+    await eventually("the launched work to run") { sawCancellationAsUsual.value != nil }
+    try #require(
+      sawCancellationAsUsual.value == true,
+      """
+      work launched after cancel() was not cancelled: cancel() must mark the scope cancelled, \
+      and launch(_:) must start work cancelled in a cancelled scope
+      """)
+    let sawCancellation = Locked<Bool?>(nil)
+
+    // The new task runs before launch(_:) goes on past `Task { }`, as it may on any run.
+    withNewTasksRunningFirst {
+      scope.launch { sawCancellation.withLock { $0 = Task.isCancelled } }
+    }
+
+    await eventually("the launched work to run") { sawCancellation.value != nil }
+    #expect(
+      sawCancellation.value == true,
+      """
+      in a cancelled scope, launch(_:) started work that ran uncancelled: its task ran as \
+      soon as it was created, before launch(_:) cancelled it. A new task can start on \
+      another thread the moment `Task { }` returns, so anything done to it afterwards \
+      may come after the work has begun
+      """)
+  }
+
+  @Test("A task that ends before launch(_:) returns is forgotten too")
+  func taskEndingBeforeLaunchReturnsIsForgotten() async throws {
+    let scope = TaskScope()
+    // First as usual: a scope that never forgets a finished task fails here, with its own
+    // cause, not the one below.
+    let ranAsUsual = Locked(false)
+    scope.launch { ranAsUsual.withLock { $0 = true } }
+    await eventually("the launched work to run") { ranAsUsual.value }
+    let forgottenAsUsual = await eventually { scope.runningCount == 0 }
+    try #require(
+      forgottenAsUsual,
+      """
+      the task has finished, yet runningCount is \(scope.runningCount): the scope must \
+      forget each task when it ends (have the task remove itself from the scope)
+      """)
+    let ran = Locked(false)
+
+    // The new task runs, and ends, before launch(_:) goes on past `Task { }`.
+    withNewTasksRunningFirst {
+      scope.launch { ran.withLock { $0 = true } }
+    }
+
+    await eventually("the launched work to run") { ran.value }
+    let forgotten = await eventually { scope.runningCount == 0 }
+    #expect(
+      forgotten,
+      """
+      a task that ended before launch(_:) returned is still counted (runningCount is \
+      \(scope.runningCount)): it removed itself from the scope before launch(_:) had \
+      stored it, and launch(_:) stored it afterwards. A new task can run, and end, the \
+      moment `Task { }` returns
       """)
   }
 

@@ -1,0 +1,87 @@
+import Foundation
+import Synchronization
+
+/// Runs `operation`, synchronous code that starts tasks, so that every task it starts with
+/// `Task { }` runs before the statement after `Task { }` does: until it ends, suspends, or
+/// has waited `patience` (for a lock the caller still holds, say).
+///
+/// A new task may start on another thread the moment `Task { }` returns, and on a busy
+/// machine it may even finish first. Code that creates a task and only then records it,
+/// cancels it or decides about it has a gap there, which a test can almost never hit by
+/// chance: the caller's next statement comes a few nanoseconds later. This makes the
+/// new task win that race every time, whatever the code does next, so a check-then-act
+/// around `Task { }` fails on every run. Correct code, which makes the task's decisions
+/// before it runs or under a lock the task also takes, passes (a task that waits for the
+/// caller's lock is let go after `patience`).
+///
+/// Only tasks created on the calling thread, without an actor, while `operation` runs are
+/// affected; others go to the pool as usual.
+public func withNewTasksRunningFirst<T>(
+  patience: Duration = .milliseconds(200), _ operation: () throws -> T
+) rethrows -> T {
+  EnqueueHook.installOnce()
+  let thread = pthread_self()
+  EnqueueHook.runFirst.withLock { $0.append(RunFirst(thread: thread, patience: patience)) }
+  defer {
+    EnqueueHook.runFirst.withLock { runFirst in
+      runFirst.removeAll { pthread_equal($0.thread, thread) != 0 }
+    }
+  }
+  return try operation()
+}
+
+/// The thread whose new tasks run first, and how long its caller waits for each.
+private struct RunFirst: @unchecked Sendable {  // pthread_t is a plain integer on Linux
+  let thread: pthread_t
+  let patience: Duration
+}
+
+/// Swift's hook for jobs sent to the global executor: the runtime calls it, on the thread
+/// that sends the job, instead of queueing the job itself.
+private enum EnqueueHook {
+  typealias Original = @convention(thin) (UnownedJob) -> Void
+  typealias Hook = @convention(thin) (UnownedJob, Original) -> Void
+
+  /// The threads inside `withNewTasksRunningFirst`, one entry each.
+  static let runFirst = Mutex<[RunFirst]>([])
+
+  static let installed: Bool = {
+    guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "swift_task_enqueueGlobal_hook") else {
+      return false
+    }
+    let hook: Hook = { job, original in EnqueueHook.enqueue(job, original: original) }
+    symbol.assumingMemoryBound(to: Hook?.self).pointee = hook
+    return true
+  }()
+
+  static func installOnce() {
+    precondition(installed, "this Swift runtime has no swift_task_enqueueGlobal_hook")
+  }
+
+  static func enqueue(_ job: UnownedJob, original: Original) {
+    let thread = pthread_self()
+    guard
+      let runFirst = runFirst.withLock({ $0.first { pthread_equal($0.thread, thread) != 0 } })
+    else { return original(job) }
+    // Run the new task on a thread of its own, and hold the caller until it ends or
+    // suspends: then the caller's next statement comes after everything the task did.
+    let ran = DispatchSemaphore(value: 0)
+    let runner = Thread {
+      runOnGenericExecutor(job, genericExecutor)
+      ran.signal()
+    }
+    runner.name = "new task run first"
+    runner.start()
+    let (seconds, attoseconds) = runFirst.patience.components
+    let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+    _ = ran.wait(timeout: .now() + .nanoseconds(nanoseconds))
+  }
+}
+
+/// Runs a job as a thread of the pool would: on the generic executor, the one that a task
+/// without an actor runs on.
+@_silgen_name("swift_job_run")
+private func runOnGenericExecutor(_ job: UnownedJob, _ executor: UnownedSerialExecutor)
+
+/// The runtime's name for the generic executor: no identity, no implementation.
+private let genericExecutor = unsafeBitCast((0, 0), to: UnownedSerialExecutor.self)
