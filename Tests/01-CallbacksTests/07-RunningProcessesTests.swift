@@ -83,6 +83,7 @@ struct WatchedRunner: Sendable {
 /// | a program that runs 1.5 s | code 0: `suspendsWhileRunning` | — | — | suspends: no step holds its thread, no polling: `suspendsWhileRunning` |
 /// | a program that runs ≥ 4 s | its output: `holdsNoPoolThreadWhileRunning` | — | — | holds no thread of the pool, in any task: `holdsNoPoolThreadWhileRunning` |
 /// | one runner, programs one after another and at once | each its own status: `runningTwice` | — | — | — |
+/// | the pipes read by blocking reads on a global Dispatch queue, not on threads of their own | — not tested: it works, since libdispatch adds a worker when one blocks, and holds no thread of Swift's pool (the pool check passes); what it costs, a Dispatch worker held per running program up to libdispatch's cap, shows only with hundreds of programs at once | | | |
 /// | cancelled (before, during, after) | — run() promises nothing for a cancelled task: the program runs to its end | | | |
 @Suite("1.7 A real Linux API")
 struct RunningProcessesTests {
