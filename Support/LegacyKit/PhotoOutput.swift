@@ -69,6 +69,7 @@ public final class PhotoOutput: @unchecked Sendable {
   private var outcomes: [Outcome]
   private var captures = 0
   private var reports = 0
+  private var reportsToNobody = 0
 
   /// - Parameters:
   ///   - outcomes: What each capture produces, in order; the last one repeats.
@@ -94,6 +95,13 @@ public final class PhotoOutput: @unchecked Sendable {
     return reports
   }
 
+  /// How many scripted reports found no delegate: it had been freed before the report.
+  public var reportsWithNoDelegate: Int {
+    lock.lock()
+    defer { lock.unlock() }
+    return reportsToNobody
+  }
+
   /// Takes a photo and reports it to `delegate`, which is held weakly: if nothing else
   /// keeps it alive until then, nobody is told.
   public func capturePhoto(delegate: PhotoCaptureDelegate) {
@@ -116,6 +124,7 @@ public final class PhotoOutput: @unchecked Sendable {
       delegate?.photoOutput(self, didFinishProcessingPhoto: photo, error: error)
       self.lock.lock()
       self.reports += 1
+      if delegate == nil { self.reportsToNobody += 1 }
       self.lock.unlock()
     }
   }

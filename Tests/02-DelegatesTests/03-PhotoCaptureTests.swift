@@ -17,8 +17,18 @@ private let harbour = Image(name: "harbour", width: 3024, height: 4032)
 
 private let photoHint =
   "photoOutput(_:didFinishProcessingPhoto:error:) must resume the stored continuation with "
-  + "the decoded image; and is the delegate that holds it still alive? The camera holds its "
-  + "delegate weakly, so a delegate object nothing else keeps is gone before it reports"
+  + "the decoded image"
+
+/// The likely cause when a capture from `output` was never answered: a delegate freed before
+/// the camera reported, when the camera saw that, or else the usual one.
+private func photoCause(_ output: PhotoOutput) -> @Sendable () -> String {
+  {
+    guard output.reportsWithNoDelegate > 0 else { return photoHint }
+    return "the camera reported, but the delegate it was given had been freed by then, so "
+      + "nobody heard the report: the camera holds its delegate weakly, and nothing else "
+      + "kept this one alive while the capture waited"
+  }
+}
 private let errorHint =
   "when the camera reports an error, the stored continuation must be resumed by throwing it"
 private let noDataHint =
@@ -62,7 +72,9 @@ struct PhotoCaptureTests {
     // A camera that reports later works even if the continuation is stored after the call...
     let later = PhotoOutput(outcomes: [.photo(sunset)], script: .later(.milliseconds(300)))
     let laterProcessor = PhotoCaptureProcessor()
-    let first = try await withDeadline(.seconds(2), "capturePhoto(with:)", hint: photoHint) {
+    let first = try await withDeadline(
+      .seconds(2), "capturePhoto(with:)", likelyCause: photoCause(later)
+    ) {
       try await laterProcessor.capturePhoto(with: later)
     }
     #expect(first == sunset, "the camera took \(sunset)")
@@ -148,7 +160,9 @@ struct PhotoCaptureTests {
     let output = PhotoOutput(outcomes: [.photo(sunset)], script: script)
     let processor = PhotoCaptureProcessor()
 
-    let image = try await withDeadline(.seconds(2), "capturePhoto(with:)", hint: photoHint) {
+    let image = try await withDeadline(
+      .seconds(2), "capturePhoto(with:)", likelyCause: photoCause(output)
+    ) {
       try await processor.capturePhoto(with: output)
     }
 
@@ -305,7 +319,9 @@ struct PhotoCaptureTests {
       let output = PhotoOutput(outcomes: [.photo(sunset)], script: script)
       let processor = PhotoCaptureProcessor()
 
-      let image = try await withDeadline(.seconds(2), "capturePhoto(with:)", hint: photoHint) {
+      let image = try await withDeadline(
+        .seconds(2), "capturePhoto(with:)", likelyCause: photoCause(output)
+      ) {
         try await processor.capturePhoto(with: output)
       }
       // Keep the processor alive and wait for the second report, so that resuming the same

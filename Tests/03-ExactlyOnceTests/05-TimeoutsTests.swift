@@ -104,9 +104,10 @@ struct TimeoutsTests {
     await #expect(
       throws: TimeoutError(limit: .milliseconds(100)),
       """
-      the limit passed, so withTimeout must throw TimeoutError, not a CancellationError, \
-      whichever child it came from: the timer's sleep when it is cancelled, or the \
-      operation that withTimeout cancelled itself; the timer that runs out is the timeout
+      the limit passed and nobody cancelled the caller's task, so the call timed out: \
+      withTimeout must throw TimeoutError, even when a child ends with a CancellationError \
+      (a timer that throws one once its sleep is over, or the operation that withTimeout \
+      cancelled): a timer that runs out is the timeout
       """
     ) {
       try await withDeadline(
