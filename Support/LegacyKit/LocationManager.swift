@@ -107,6 +107,7 @@ public final class LocationManager: @unchecked Sendable {
   private var starts = 0
   private var stops = 0
   private var reportsUnderway = 0
+  private var reportsToNobody = 0
 
   /// - Parameters:
   ///   - authorization: The status before anyone asks.
@@ -185,6 +186,13 @@ public final class LocationManager: @unchecked Sendable {
     return reportsUnderway
   }
 
+  /// How many reports found no delegate to tell: none was set yet, or it had been freed.
+  public var reportsWithNoDelegate: Int {
+    lock.lock()
+    defer { lock.unlock() }
+    return reportsToNobody
+  }
+
   /// Asks the user for permission, if nobody has asked yet; the delegate hears the answer
   /// as a status change. Does nothing once the status is determined.
   public func requestWhenInUseAuthorization() {
@@ -250,7 +258,13 @@ public final class LocationManager: @unchecked Sendable {
       for _ in 0..<times {
         // Read the delegate now, not when the report was scheduled: a delegate that has
         // been deallocated in the meantime is simply not told.
-        if let delegate = self.delegate { call(delegate) }
+        if let delegate = self.delegate {
+          call(delegate)
+        } else {
+          self.lock.lock()
+          self.reportsToNobody += 1
+          self.lock.unlock()
+        }
       }
       self.lock.lock()
       self.reportsUnderway -= 1

@@ -136,6 +136,16 @@ struct ContactPickerTests {
     ) {
       await picker.pickContact()
     }
+    // A second call that is refused, not shown, leaves the first caller to wait for good:
+    // say so here, before waiting for that caller, whose hint is about a replaced sheet.
+    try #require(
+      controller.presentationCount == 2,
+      """
+      the second pickContact() returned \(String(describing: second)) without showing the picker, \
+      while the first caller was still waiting; that first caller is then never answered, \
+      since its sheet will never report. A new pick must not be refused: it takes over \
+      from the one still waiting, whose caller is answered nil
+      """)
     let first = try await withDeadline(
       .seconds(2), "the first pickContact(), whose sheet was replaced,", hint: replacedHint
     ) {

@@ -20,6 +20,16 @@ private let askHint =
   "while the status is .notDetermined, ask with requestWhenInUseAuthorization() and wait "
   + "for the next locationManagerDidChangeAuthorization; is your delegate still alive when "
   + "the user answers? The manager holds it weakly"
+/// The likely cause when nobody was answered after the user was asked: the answer reached
+/// no delegate, when the manager saw that, or else the usual one.
+private func askCause(_ manager: LocationManager) -> @Sendable () -> String {
+  {
+    guard manager.reportsWithNoDelegate > 0 else { return askHint }
+    return "the manager reported the user's answer (or a status) while it had no delegate, "
+      + "so nobody heard it: permission was asked before a delegate was set, or the "
+      + "delegate had been freed by then (the manager holds it weakly)"
+  }
+}
 private let storeFirstHint =
   "setting the delegate makes the manager report its status at once, here inside the "
   + "assignment, and your continuation was not stored yet, so the report found nobody to "
@@ -119,7 +129,9 @@ struct LocationOnceTests {
       authorization: .notDetermined, userAnswer: .authorizedWhenInUse,
       updates: [.location(museum)], script: script)
 
-    let outcome = try await withDeadline(.seconds(2), "currentLocation(using:)", hint: askHint) {
+    let outcome = try await withDeadline(
+      .seconds(2), "currentLocation(using:)", likelyCause: askCause(manager)
+    ) {
       do {
         return Result<Location, any Error>.success(try await currentLocation(using: manager))
       } catch {
