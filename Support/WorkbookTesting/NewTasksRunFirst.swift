@@ -15,7 +15,8 @@ import Synchronization
 /// caller's lock is let go after `patience`).
 ///
 /// Only tasks created on the calling thread, without an actor, while `operation` runs are
-/// affected; others go to the pool as usual.
+/// affected; others go to the pool as usual. The calling thread is blocked while it waits
+/// (at most `patience` per task), well within the pool check's patience.
 public func withNewTasksRunningFirst<T>(
   patience: Duration = .milliseconds(200), _ operation: () throws -> T
 ) rethrows -> T {
