@@ -1,4 +1,5 @@
 import Foundation
+import LegacyKit
 import Synchronization
 
 /// Runs `operation`, synchronous code that starts tasks, so that every task it starts with
@@ -73,9 +74,7 @@ private enum EnqueueHook {
     }
     runner.name = "new task run first"
     runner.start()
-    let (seconds, attoseconds) = runFirst.patience.components
-    let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
-    _ = ran.wait(timeout: .now() + .nanoseconds(nanoseconds))
+    _ = ran.wait(timeout: .now() + runFirst.patience.timeInterval)
   }
 }
 

@@ -40,7 +40,7 @@ private let replacedHint =
 /// | --- | --- | --- | --- |
 /// | picked (inside `present()`, soon, later) | the image: `returnsThePickedImage`, `storesBeforePresenting` | stored before presenting: `storesBeforePresenting`; one presentation: `returnsThePickedImage` | answered while the picker reports, not by work left for later: `answeredDuringTheReport` |
 /// | cancelled | nil, not a placeholder: `returnsNilWhenCancelled` | — | — |
-/// | the user walks away, the app presents again | the first caller nil, the second its pick: `presentingAgainAnswersBothCallers` | — | — |
+/// | the user walks away, the app presents again | the first caller nil, the second its pick, the picker shown for it (not refused): `presentingAgainAnswersBothCallers` | — | — |
 /// | pick, cancel, pick on one picker | each its own answer: `servesOnePickAfterAnother` | taken out when resumed: `servesOnePickAfterAnother` | — |
 /// | the same answer reported twice | one resume: `answersOnceWhenReportedTwice` | — | — |
 /// | two reports at the same moment, on two threads | — the picker reports one at a time, on one queue: a read-and-clear split in two steps can only race under threads the tests do not control (see the report of the blind exam) | | |

@@ -43,7 +43,7 @@ private let againHint =
 /// | --- | --- | --- | --- |
 /// | selected (inside `present()`, soon, later) | the contact: `returnsTheSelectedContact`, `storesBeforePresenting` | stored before presenting: `storesBeforePresenting` | — |
 /// | cancelled (the optional delegate method) | nil: `returnsNilWhenCancelled` | — | answered while the picker reports: `answeredDuringTheReport` |
-/// | the user walks away, the app presents again | the first caller nil, the second its pick: `presentingAgainAnswersBothCallers` | — | — |
+/// | the user walks away, the app presents again | the first caller nil, the second its pick, the picker shown for it (not refused): `presentingAgainAnswersBothCallers` | — | — |
 /// | one pick after another on one picker | each its own answer: `servesOnePickAfterAnother` | taken out when resumed: `servesOnePickAfterAnother` | — |
 /// | the same answer reported twice | one resume: `answersOnceWhenReportedTwice` | — | — |
 /// | two picks at once | — one sheet at a time: presenting again is the walk-away path above | | |

@@ -55,6 +55,7 @@ private let againHint =
 /// | path | result, error | stored continuations, captures | thread, timing |
 /// | --- | --- | --- | --- |
 /// | a photo (inside the call, soon, later) | the image: `returnsThePhoto`, `storesBeforeCapturing` | stored before capturing: `storesBeforeCapturing` | answered while the camera reports: `answeredDuringTheReport` |
+/// | the camera holds the delegate weakly (a photo soon, or later) | the image: `returnsThePhoto`, `storesBeforeCapturing`; a delegate freed before the report is named as the cause (`PhotoOutput.reportsWithNoDelegate`) | the delegate alive until the camera reports: same tests | — |
 /// | the camera's error | that error: `throwsTheCameraError`; even with a file: `errorWinsOverAFile` | — | — |
 /// | no file, no error | `noData`: `throwsNoData` | — | — |
 /// | a file that is not an image | `undecodableData`: `throwsUndecodableData` | — | — |
