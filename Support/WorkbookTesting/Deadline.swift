@@ -63,11 +63,14 @@ public func withDeadline<T: Sendable>(
 ) async throws -> T {
   // Whichever reports first wins: the operation, the timer, or the pool's watchdog; the
   // stream keeps only that report.
+  PoolStallWatch.start()
   let (outcomes, report) = AsyncStream.makeStream(
     of: DeadlineOutcome<T>.self, bufferingPolicy: .bufferingOldest(1))
   var membership: Int?
   if checksPool {
+    let test = currentTestName()
     membership = await SharedSqueeze.shared.join(patience: .milliseconds(1500)) {
+      announceBlocked($0.message(operationName, patience: .milliseconds(1500)), test: test)
       report.yield(.blocked($0))
     }
   }
@@ -167,6 +170,30 @@ private func explainThrown(_ error: any Error, _ operationName: String, _ hint: 
     .map { $0.replacingOccurrences(of: "\n", with: " ").replacingOccurrences(of: "\t", with: " ") }
   let line = "\(thrownMarker) \(fields.joined(separator: "\t"))\n"
   FileHandle.standardError.write(Data(line.utf8))
+}
+
+/// Opens the line written to stderr when a watchdog finds the pool blocked (only when the
+/// runner sets `WORKBOOK_EXPLAIN`): `workbook-blocked: <test>\t<finding>`. Keep the format in
+/// step with `BlockedAnnouncement` in the runner.
+public let blockedMarker = "workbook-blocked:"
+
+/// The name of the test running this task, as the runner's events show it.
+func currentTestName() -> String? {
+  Test.current.map { $0.displayName ?? $0.name }
+}
+
+/// Writes a blocked pool's finding to stderr at once, from the watchdog's own thread.
+///
+/// The issue is recorded by the waiting test's task, which needs a thread of the pool to
+/// run. When blocking calls hold every one of them (a blocking read in each of two tests on
+/// two cores), that task never runs again, the run hangs, and the runner stops it: this
+/// line is then the only trace of the cause, and the runner names it instead of a generic
+/// time-out.
+func announceBlocked(_ finding: String, test: String?) {
+  guard ProcessInfo.processInfo.environment["WORKBOOK_EXPLAIN"] != nil else { return }
+  let fields = [test ?? "", finding]
+    .map { $0.replacingOccurrences(of: "\n", with: " ").replacingOccurrences(of: "\t", with: " ") }
+  FileHandle.standardError.write(Data("\(blockedMarker) \(fields.joined(separator: "\t"))\n".utf8))
 }
 
 /// Where the helpers' findings go: an issue for the test that is running, unless a test of

@@ -8,6 +8,7 @@ import Testing
 public func eventually(
   within limit: Duration = .seconds(2), _ condition: () -> Bool
 ) async -> Bool {
+  PoolStallWatch.start()
   // The limit counts time in which the tests could run (see RunnableTime), so a busy
   // machine does not make a condition that holds a moment later look false.
   var time = RunnableTime(limit, slice: .milliseconds(5))

@@ -52,7 +52,9 @@ public func withPoolOfOne<T: Sendable>(
   let (outcomes, report) = AsyncStream.makeStream(
     of: Result<T, any Error>?.self, bufferingPolicy: .bufferingOldest(1))
   let found = Locked<Blocked>(.pool)
+  let test = currentTestName()
   let membership = await SharedSqueeze.shared.join(patience: patience) { what in
+    announceBlocked(what.message(operationName, patience: patience), test: test)
     found.withLock { $0 = what }
     report.yield(nil)
   }
@@ -179,6 +181,9 @@ final class SharedSqueeze: Sendable {
   func resume() {
     state.withLock { $0.suppressed -= 1 }
   }
+
+  /// True while a test holds the pool on purpose (``withoutPoolCheck(_:)``).
+  var isSuppressed: Bool { state.withLock { $0.suppressed > 0 } }
 
   /// The pool was blocked: every member is told, and the next join starts afresh.
   private func blocked(_ squeeze: PoolSqueeze, _ what: Blocked) {

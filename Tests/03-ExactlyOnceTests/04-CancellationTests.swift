@@ -80,11 +80,15 @@ struct CancellationTests {
     "Cancelling the task cancels the running download and throws CancellationError",
     arguments: [CallbackScript.synchronously, .default, .later(.milliseconds(100))])
   func cancellingCancelsTheDownload(cancelReply: CallbackScript) async throws {
-    let downloader = Self.makeDownloader(cancelReply: cancelReply)
+    // The file comes only after the cancel: a download the cancel stopped never delivers it,
+    // one it missed does.
+    let deliveries = HeldDeliveries()
+    let downloader = Self.makeDownloader(delivery: deliveries.script, cancelReply: cancelReply)
     let task = Task { try await download(Self.report, with: downloader) }
     await eventually("the download to start") { downloader.downloadsStarted == 1 }
 
     task.cancel()
+    deliveries.release()
 
     await #expect(
       throws: CancellationError.self,
@@ -247,8 +251,10 @@ struct CancellationTests {
 
   @Test("A downloader that still delivers the file after a cancel does not resume twice")
   func deliveryAfterCancel() async throws {
-    let downloader = Self.makeDownloader(
-      delivery: .later(.milliseconds(150)), deliversAfterCancel: true)
+    // The file arrives after the cancelled reply has been handled, whatever the machine's
+    // speed.
+    let deliveries = HeldDeliveries()
+    let downloader = Self.makeDownloader(delivery: deliveries.script, deliversAfterCancel: true)
     let task = Task { try await download(Self.report, with: downloader) }
     await eventually("the download to start") { downloader.downloadsStarted == 1 }
 
@@ -259,6 +265,7 @@ struct CancellationTests {
         try await task.value
       }
     }
+    deliveries.release()
     // Wait for the late delivery, so that a second resume crashes inside this test.
     await eventually("the file to arrive after the cancel") {
       downloader.deliveriesAfterCancel == 1
@@ -267,7 +274,9 @@ struct CancellationTests {
 
   @Test("After a cancelled download, the same downloader serves the next one")
   func reuseAfterCancel() async throws {
-    let downloader = Self.makeDownloader(delivery: .later(.milliseconds(100)))
+    // The files arrive once the first download is cancelled: the cancel always comes first.
+    let deliveries = HeldDeliveries()
+    let downloader = Self.makeDownloader(delivery: deliveries.script)
     let cancelled = Task { try await download(Self.report, with: downloader) }
     await eventually("the download to start") { downloader.downloadsStarted == 1 }
     cancelled.cancel()
@@ -276,6 +285,9 @@ struct CancellationTests {
         try await cancelled.value
       }
     }
+
+    // The cancelled download's file now finds nobody; the second download's comes at once.
+    deliveries.release()
 
     let data = try await withDeadline(.seconds(2), "a second download(_:with:)", hint: Self.hint) {
       try await download(Self.report, with: downloader)

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import LegacyKit
 import Synchronization
 import WorkbookTesting
 
@@ -160,5 +161,40 @@ final class SleepWatch: Sendable {
     }
     guard fields.count >= 2 else { return nil }
     return (fields[0], fields[1])
+  }
+}
+
+/// Callbacks that wait for the test: a script whose deliveries are held until ``release()``,
+/// so that a cancel always comes before them, however busy the machine is. (A delivery
+/// "100 ms later" races a cancel made after a check that the download started: a machine
+/// that pauses the test for 100 ms lets the file win.)
+final class HeldDeliveries: Sendable {
+  private let state = Locked((released: false, held: [@Sendable () -> Void]()))
+
+  /// Deliveries held until ``release()``; once released, each comes at once, on a
+  /// background queue.
+  var script: CallbackScript {
+    CallbackScript(
+      timing: .scheduled(
+        CallbackScheduler(name: "when the test lets it") { [state] work in
+          let now = state.withLock { state in
+            if !state.released { state.held.append(work) }
+            return state.released
+          }
+          if now { DispatchQueue.global().async(execute: work) }
+        }))
+  }
+
+  /// How many deliveries are held.
+  var count: Int { state.withLock { $0.held.count } }
+
+  /// Lets every held delivery through, on a background queue, and every later one at once.
+  func release() {
+    let held = state.withLock { state in
+      state.released = true
+      defer { state.held = [] }
+      return state.held
+    }
+    for work in held { DispatchQueue.global().async(execute: work) }
   }
 }

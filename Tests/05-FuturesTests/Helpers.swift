@@ -80,39 +80,67 @@ final class Rendezvous: Sendable {
   }
 }
 
-/// Runs `body(thread, round)` on `threads` dedicated threads, `rounds` times each, and
+/// Runs `body(thread, round)` on `threads` dedicated threads, up to `rounds` times each, and
 /// starts every round on all the threads at the same moment: each thread spins on an atomic
 /// counter until the others have arrived, so their calls really overlap (a lock or a
-/// `DispatchGroup` would wake them one after another). Returns when every thread is done,
-/// or after 10 seconds; says whether they all were.
+/// `DispatchGroup` would wake them one after another).
+///
+/// No round starts after `end`: on a busy machine a thread waits for its turn on a core at
+/// every round, so a fixed number of rounds could take any time. Returns whether every
+/// thread came back within 10 seconds of that (a call of `body` that never returns keeps
+/// its thread), and how many rounds, from the first, every thread ran.
 func onThreadsAtOnce(
-  threads: Int, rounds: Int, _ body: @escaping @Sendable (_ thread: Int, _ round: Int) -> Void
-) async -> Bool {
-  let barrier = SpinBarrier()
+  threads: Int, rounds: Int, startingNoRoundAfter end: ContinuousClock.Instant,
+  _ body: @escaping @Sendable (_ thread: Int, _ round: Int) -> Void
+) async -> (finished: Bool, roundsRun: Int) {
+  let barrier = SpinBarrier(end: end)
   let finished = Locked(0)
+  let roundsRunByEach = Locked([Int]())
   for thread in 0..<threads {
     Thread {
+      var ran = 0
       for round in 0..<rounds {
-        barrier.arriveAndWait(until: (round + 1) * threads)
+        guard barrier.arriveAndWait(until: (round + 1) * threads) else { break }
         body(thread, round)
+        ran += 1
       }
+      roundsRunByEach.withLock { $0.append(ran) }
       finished.withLock { $0 += 1 }
     }.start()
   }
-  return await eventually(within: .seconds(10)) { finished.value == threads }
+  let cameBack = await eventually(within: end - ContinuousClock.now + .seconds(10)) {
+    finished.value == threads
+  }
+  return (cameBack, cameBack ? roundsRunByEach.value.min() ?? 0 : 0)
 }
 
 private final class SpinBarrier: Sendable {
   private let arrivals = Atomic(0)
+  private let stopped = Atomic(false)
+  private let end: ContinuousClock.Instant
 
-  func arriveAndWait(until total: Int) {
+  init(end: ContinuousClock.Instant) {
+    self.end = end
+  }
+
+  /// Waits until `total` arrivals in all; false, at once, once a waiting thread has seen
+  /// `end` pass (every thread then stops).
+  func arriveAndWait(until total: Int) -> Bool {
     arrivals.add(1, ordering: .acquiringAndReleasing)
     // Spin hard, so that everyone leaves within nanoseconds of the last arrival; yield now
     // and then, so a thread waiting for a core does not starve the one it waits for.
     var spins = 0
     while arrivals.load(ordering: .acquiring) < total {
+      if stopped.load(ordering: .acquiring) { return false }
       spins += 1
-      if spins % 4096 == 0 { sched_yield() }
+      if spins % 4096 == 0 {
+        if ContinuousClock.now >= end {
+          stopped.store(true, ordering: .releasing)
+          return false
+        }
+        sched_yield()
+      }
     }
+    return true
   }
 }

@@ -123,13 +123,29 @@ private struct Rig {
   }
 
   /// Lets time pass, one interval after another, until `count` sends have started.
-  func letSend(_ count: Int) async {
+  ///
+  /// Sends that go on while nothing sleeps on the queue's clock mean the queue waits in real
+  /// time, on a clock of its own: that is recorded, and the test stops there, rather than
+  /// taking a real second per message.
+  func letSend(_ count: Int, sourceLocation: SourceLocation = #_sourceLocation) async throws {
     for _ in 0..<count {
       let (clock, gateway) = (self.clock, self.gateway)
+      let sentBefore = gateway.sent.count
       _ = await eventually(within: .seconds(2)) {
         gateway.sent.count >= count || clock.sleeperCount >= 1
       }
-      guard gateway.sent.count < count, clock.sleeperCount >= 1 else { return }
+      if gateway.sent.count >= count { return }
+      guard clock.sleeperCount >= 1 else {
+        guard gateway.sent.count > sentBefore else { return }
+        Issue.record(
+          """
+          messages went on being sent, one every while, although nothing slept on the \
+          queue's clock and the test let none of its time pass: run() waits the interval \
+          on another clock (Task.sleep, ContinuousClock), in real time, instead of on the \
+          clock passed to init, whose time the test decides
+          """, sourceLocation: sourceLocation)
+        throw WaitsInRealTime()
+      }
       clock.advance(by: .seconds(1))
     }
   }
@@ -141,6 +157,9 @@ private struct Rig {
     worker.cancel()
   }
 }
+
+/// Ends a test whose queue waits in real time (see `Rig.letSend(_:sourceLocation:)`).
+private struct WaitsInRealTime: Error {}
 
 private let receiptHint =
   "submit(_:) must return once run() has sent the message: run() takes the message from "
@@ -216,7 +235,7 @@ struct TextQueueTests {
       clock (clock.sleep) until one interval has passed since that send started, so that \
       at most one message per interval goes out
       """)
-    await rig.letSend(3)
+    try await rig.letSend(3)
     var receipts: [Receipt] = []
     for (index, submitter) in [ada, grace, linus].enumerated() {
       receipts.append(
@@ -245,7 +264,7 @@ struct TextQueueTests {
 
     var submitters: [Started<Receipt>] = []
     for name in names { submitters.append(await rig.submit(name)) }
-    await rig.letSend(names.count)
+    try await rig.letSend(names.count)
     var receipts: [Result<Receipt, any Error>] = []
     for (index, submitter) in submitters.enumerated() {
       receipts.append(
@@ -308,7 +327,7 @@ struct TextQueueTests {
       than the interval: the interval is between the starts of two sends, so wait until \
       one interval after the last send started (clock.sleep(until:)), not for a fresh one
       """)
-    if !followed { await rig.letSend(2) }
+    if !followed { try await rig.letSend(2) }
     _ = try await grace.value("submit(_:)", hint: receiptHint)
     #expect(
       rig.gateway.startTimes == [.zero, .milliseconds(1500)],
@@ -350,7 +369,7 @@ struct TextQueueTests {
     }
 
     rig.gateway.release("ada")
-    await rig.letSend(3)
+    try await rig.letSend(3)
     for (index, submitter) in [ada, grace, linus].enumerated() {
       _ = try await submitter.value("submit(_:) of message \(index + 1)", hint: receiptHint)
     }
@@ -368,7 +387,7 @@ struct TextQueueTests {
     _ = await rig.sends(1)
     let grace = await rig.submit("grace")
     let linus = await rig.submit("linus")
-    await rig.letSend(3)
+    try await rig.letSend(3)
 
     let first = try await ada.result("submit(_:) of message 1", hint: failedSendHint)
     let second = try await grace.result("submit(_:) of message 2", hint: failedSendHint)
@@ -407,7 +426,7 @@ struct TextQueueTests {
     }
 
     rig.gateway.release("ada")
-    await rig.letSend(2)
+    try await rig.letSend(2)
     let first = try await ada.result("submit(_:) of message 1", hint: closeHint)
     let second = try await grace.result("submit(_:) of message 2", hint: closeHint)
     #expect(

@@ -56,7 +56,15 @@ struct OneThreadExecutorTests {
   @Test("A polling loop runs many jobs while a late callback is held back")
   func pollingBridge() async throws {
     let executor = OneThreadExecutor()
-    let greeter = Greeter(script: .later(.milliseconds(300)))
+    // The greeting comes once the loop has looked a few times, however slowly a busy
+    // machine lets it look.
+    let afterSomePolls = CallbackScheduler(name: "once the loop has polled a few times") { work in
+      Thread {
+        _ = waitOnThisThread(upTo: .seconds(2)) { executor.jobsRun > 5 }
+        work()
+      }.start()
+    }
+    let greeter = Greeter(script: CallbackScript(timing: .scheduled(afterSomePolls)))
 
     _ = try await withDeadline(.seconds(2), "greeting", on: executor) {
       let received = Locked<String?>(nil)

@@ -80,6 +80,20 @@ public enum Classifier {
             + "stopped them: the blocked thread never came back")
         return Grade(.failed, details)
       }
+      // Blocked so thoroughly that the waiting test never ran again to say so.
+      if let announced = BlockedAnnouncement.first(in: run.outcome.stderr) {
+        var details = [announced.finding]
+        if !announced.test.isEmpty {
+          details.append("test \(announced.test)")
+        } else if let running = events.describeRunningTests("still running:") {
+          details.append(running)
+        }
+        details.append(
+          "the tests were then still running after \(formatSeconds(seconds)), so the runner "
+            + "stopped them: blocked threads held the whole pool, so not even the test that "
+            + "saw it could run again")
+        return Grade(.failed, details)
+      }
       var details = [
         "the tests were still running after \(formatSeconds(seconds)), so the runner stopped them"
       ]

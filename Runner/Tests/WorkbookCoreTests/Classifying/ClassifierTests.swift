@@ -157,6 +157,32 @@ import Testing
     #expect(grade.details.last?.contains("the blocked thread never came back") == true)
   }
 
+  @Test func aBlockedPoolThatHungTheRunIsNamedFromStderr() throws {
+    var run = try Fixtures.run("hang", termination: .timedOut(seconds: 30))
+    run.outcome.stderr =
+      "some output\n\(BlockedAnnouncement.marker) Reads input\t\(Classifier.poolBlockedMarker) "
+      + "the clipper blocked its thread instead of suspending.\n"
+      + "\(BlockedAnnouncement.marker) Another\t\(Classifier.poolBlockedMarker) later.\n"
+    let grade = Classifier.grade(run, sampleContext())
+    #expect(grade.verdict == .failed)
+    #expect(
+      grade.details.prefix(2) == [
+        "\(Classifier.poolBlockedMarker) the clipper blocked its thread instead of suspending.",
+        "test Reads input",
+      ])
+    #expect(grade.details.last?.contains("still running after 30 s") == true)
+  }
+
+  @Test func anAnnouncementDoesNotTurnAFinishedRunIntoABlockedOne() throws {
+    // A run that ended by itself has its issues; a blocking seen on the way was recorded
+    // there, if it mattered.
+    var run = try Fixtures.run("failed", termination: .exited(1))
+    run.outcome.stderr = "\(BlockedAnnouncement.marker) t\t\(Classifier.poolBlockedMarker) x\n"
+    let grade = Classifier.grade(run, sampleContext())
+    #expect(
+      grade.details.first == "test doublesFour() at Tests/01-BasicsTests/02-DoublingTests.swift:11")
+  }
+
   @Test func gradesTheDeadlineIssueAsNeverResumedEvenForAnUntouchedStarter() throws {
     let grade = Classifier.grade(
       try Fixtures.run("deadline", termination: .exited(1)), sampleContext(untouched: true))
