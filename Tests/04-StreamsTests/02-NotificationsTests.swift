@@ -114,7 +114,14 @@ struct NotificationsTests {
       battery.simulateChanges(to: [79, 78, 77])
     }
 
-    #expect(levels == [79, 78, 77])
+    #expect(
+      levels == [79, 78, 77],
+      because(
+        levels.first == 80
+          ? "the loop's first level was 80, the charge before any change: the stream yields "
+            + "each change from now on, not the level the battery had when the loop started"
+          : "the battery changed to 79, 78, 77; the loop should get each new level once, "
+            + "in that order"))
   }
 
   @Test(

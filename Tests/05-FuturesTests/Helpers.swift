@@ -44,6 +44,8 @@ final class Rendezvous: Sendable {
     var arrived = 0
     var met = false
     var gaveUp = false
+    /// How many had arrived when the first one gave up: how many ran together at most.
+    var arrivedAtGiveUp: Int?
   }
 
   let parties: Int
@@ -57,6 +59,9 @@ final class Rendezvous: Sendable {
 
   /// True if all the parties were there at the same time.
   var met: Bool { state.withLock { $0.met } }
+
+  /// How many parties had arrived when the first one gave up waiting; nil if none did.
+  var arrivedAtGiveUp: Int? { state.withLock { $0.arrivedAtGiveUp } }
 
   /// How many parties have arrived so far.
   var arrived: Int { state.withLock { $0.arrived } }
@@ -72,7 +77,10 @@ final class Rendezvous: Sendable {
       let (met, gaveUp) = state.withLock { ($0.met, $0.gaveUp) }
       if met || gaveUp || Task.isCancelled { return }
       if clock.now >= deadline {
-        state.withLock { $0.gaveUp = true }
+        state.withLock { state in
+          if !state.gaveUp { state.arrivedAtGiveUp = state.arrived }
+          state.gaveUp = true
+        }
         return
       }
       try? await Task.sleep(for: .milliseconds(2))

@@ -30,7 +30,7 @@ private final class Probe: Sendable {
 /// | path | the work (runs, cancelled, ends) | `runningCount` | thread, timing |
 /// | --- | --- | --- | --- |
 /// | work launched | runs: `runsTheWork` | 0 once it finished: `forgetsFinishedTasks`; work that ends at once too: `instantTasksAreForgotten` | — |
-/// | `cancel()` | every task cancelled and ended: `cancelEndsTheWork`; work not started yet too: `cancelRightAfterLaunch` | — | a cancellation handler may ask the scope, and `cancel()` returns: `handlerMayAskTheScope` |
+/// | `cancel()` | every task cancelled and ended: `cancelEndsTheWork`; work not started yet too: `cancelRightAfterLaunch`; after later tasks ended first: `tasksEndingOutOfOrder` | — | a cancellation handler may ask the scope, and `cancel()` returns: `handlerMayAskTheScope` |
 /// | the scope is let go | its work cancelled: `deinitEndsTheWork` | — | — |
 /// | launch into a cancelled scope | starts cancelled: `launchAfterCancel` | — | racing `cancel()` on other threads, every task ends cancelled: `launchRacingCancel` |
 /// | two scopes | cancelling one leaves the other's work: `scopesAreIndependent` | — | — |
@@ -69,6 +69,30 @@ struct ScopesTests {
     await eventually("the scope to let go of its tasks once cancelled") {
       scope.runningCount == 0
     }
+  }
+
+  @Test("Tasks that end in another order than they were launched: cancel() still finds the rest")
+  func tasksEndingOutOfOrder() async throws {
+    let scope = TaskScope()
+    let probe = Probe()
+    // The first task waits; the next two end at once, so they finish before it.
+    scope.launch(probe.waitForever)
+    await eventually("the first task to start") { probe.started.value == 1 }
+    let quickOnesEnded = Locked(0)
+    for _ in 0..<2 { scope.launch { quickOnesEnded.withLock { $0 += 1 } } }
+    await eventually("the two quick tasks to end") { quickOnesEnded.value == 2 }
+    await eventually("the scope to forget the two that ended") { scope.runningCount == 1 }
+
+    scope.cancel()
+
+    let ended = await eventually { probe.endedCancelled.value == 1 }
+    #expect(
+      ended,
+      """
+      cancel() did not reach the first task, still running after two later ones had ended: \
+      when a task ends, the scope must forget that very task (by an id of its own, say), not \
+      whichever one comes first in its list, or cancel() misses one that still runs
+      """)
   }
 
   @Test("Letting the scope go cancels its work: nothing outlives its owner")

@@ -64,11 +64,22 @@ private struct Session {
     self.ended = ended
   }
 
-  /// Records a failure if the input was read on a shared thread (8.4's mistake, seen here).
-  func expectInputReadOnItsOwnThread(sourceLocation: SourceLocation = #_sourceLocation) {
-    if let mistake = probe.misplacedRead {
+  /// Records a failure if the input was read on a shared thread: 8.4's mistake, seen here,
+  /// or runClipper's own read, past inputLines(from:).
+  func expectInputReadOnItsOwnThread(sourceLocation: SourceLocation = #_sourceLocation) async {
+    guard let mistake = probe.misplacedRead, let place = probe.misplacedPlace else { return }
+    if await inputLinesReadsOnASharedThread() {
       Issue.record(
         Comment(rawValue: mistake + " (8.4: runClipper reads its input with inputLines(from:))"),
+        sourceLocation: sourceLocation)
+    } else {
+      Issue.record(
+        Comment(
+          rawValue:
+            "runClipper read its input itself (availableData) \(place) instead of suspending, "
+            + "holding one of the few threads that all tasks share for as long as the user "
+            + "does not type; inputLines(from:), tried on its own, reads on a thread of its "
+            + "own. Read the input through it"),
         sourceLocation: sourceLocation)
     }
   }
@@ -80,19 +91,34 @@ private struct Session {
     await eventually("\(name) to join", sourceLocation: sourceLocation) {
       server.names.contains(name) || probe.misplacedRead != nil
     }
-    expectInputReadOnItsOwnThread(sourceLocation: sourceLocation)
+    await expectInputReadOnItsOwnThread(sourceLocation: sourceLocation)
   }
 
   /// Waits for the command to end, and says how it ended.
   func end(
     _ what: String, hint: String, sourceLocation: SourceLocation = #_sourceLocation
   ) async throws {
-    expectInputReadOnItsOwnThread(sourceLocation: sourceLocation)
+    await expectInputReadOnItsOwnThread(sourceLocation: sourceLocation)
     try await withDeadline(.seconds(3), what, hint: hint, sourceLocation: sourceLocation) {
       [run] in
       try await run.value
     }
   }
+}
+
+/// Whether `inputLines(from:)` (8.4), tried on its own input, reads on a shared thread: so a
+/// test of a command that reads its input can tell the reader's mistake from its own.
+func inputLinesReadsOnASharedThread() async -> Bool {
+  let pipe = Pipe()
+  let input = ProbedInput(pipe)
+  let reading = Task {
+    for await _ in inputLines(from: input) {}
+  }
+  defer { reading.cancel() }
+  pipe.fileHandleForWriting.write(Data("a line\n".utf8))
+  _ = await eventually { input.misplacedPlace != nil || input.readCount > 0 }
+  try? pipe.fileHandleForWriting.close()
+  return input.misplacedPlace != nil
 }
 
 /// Why a command would not return at the end of its input.

@@ -282,6 +282,10 @@ final class ProbedInput: FileHandle, @unchecked Sendable {
   /// How many bytes `availableData` has returned so far.
   var bytesRead: Int { bytes.value }
 
+  /// Where a blocking read ran on a shared thread, as in "inside a Task, so it blocked a
+  /// concurrency thread"; nil if none did.
+  var misplacedPlace: String? { misplaced.value }
+
   /// What the learner did wrong if a blocking read ran on a shared thread; nil if none did.
   var misplacedRead: String? {
     guard let place = misplaced.value else { return nil }
