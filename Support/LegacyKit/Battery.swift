@@ -28,6 +28,7 @@ public final class Battery: @unchecked Sendable {
   private var reads = 0
   private var posts = 0
   private var readsOutsidePosts = 0
+  private var readsBeforePosts = 0
   /// The threads that are posting a change of ``simulateChanges(to:)`` right now, for any
   /// battery: an observer that hears every battery reads this one's level in another's post.
   private static let postingLock = NSLock()
@@ -75,7 +76,16 @@ public final class Battery: @unchecked Sendable {
     defer { lock.unlock() }
     reads += 1
     if !Battery.isPosting { readsOutsidePosts += 1 }
+    if posts == 0, !Battery.isPosting { readsBeforePosts += 1 }
     return charge
+  }
+
+  /// How many reads of ``level`` were made before anything was posted: the charge as it
+  /// was, not news of a change.
+  public var levelReadsBeforeAnyPostCount: Int {
+    lock.lock()
+    defer { lock.unlock() }
+    return readsBeforePosts
   }
 
   /// How many reads of ``level`` were made anywhere but inside a post of

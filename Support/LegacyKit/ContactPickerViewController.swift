@@ -44,6 +44,7 @@ public final class ContactPickerViewController: @unchecked Sendable {
 
   private let sheet: PickerSheet<Contact>
   private let lock = NSLock()
+  private var answersToNoDelegate = 0
   private weak var storedDelegate: ContactPickerDelegate?
 
   /// - Parameters:
@@ -67,6 +68,14 @@ public final class ContactPickerViewController: @unchecked Sendable {
     }
   }
 
+  /// How many answers (a pick or a cancel) found no ``delegate`` to tell: it had been freed,
+  /// or was never set.
+  public var reportsWithNoDelegate: Int {
+    lock.lock()
+    defer { lock.unlock() }
+    return answersToNoDelegate
+  }
+
   /// How many times ``present()`` has been called.
   public var presentationCount: Int { sheet.presentationCount }
 
@@ -81,6 +90,11 @@ public final class ContactPickerViewController: @unchecked Sendable {
   public func present() {
     sheet.present { answer in
       let delegate = self.delegate
+      if delegate == nil, !answer.isWalkAway {
+        self.lock.lock()
+        self.answersToNoDelegate += 1
+        self.lock.unlock()
+      }
       switch answer {
       case .choose(let contact): delegate?.contactPicker(self, didSelect: contact)
       case .cancel: delegate?.contactPickerDidCancel(self)

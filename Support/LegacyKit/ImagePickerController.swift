@@ -24,6 +24,7 @@ public final class ImagePickerController: @unchecked Sendable {
 
   private let sheet: PickerSheet<Image>
   private let lock = NSLock()
+  private var answersToNoDelegate = 0
   private weak var storedDelegate: ImagePickerControllerDelegate?
 
   /// - Parameters:
@@ -47,6 +48,14 @@ public final class ImagePickerController: @unchecked Sendable {
     }
   }
 
+  /// How many answers (a pick or a cancel) found no ``delegate`` to tell: it had been freed,
+  /// or was never set.
+  public var reportsWithNoDelegate: Int {
+    lock.lock()
+    defer { lock.unlock() }
+    return answersToNoDelegate
+  }
+
   /// How many times ``present()`` has been called.
   public var presentationCount: Int { sheet.presentationCount }
 
@@ -61,6 +70,11 @@ public final class ImagePickerController: @unchecked Sendable {
   public func present() {
     sheet.present { answer in
       let delegate = self.delegate
+      if delegate == nil, !answer.isWalkAway {
+        self.lock.lock()
+        self.answersToNoDelegate += 1
+        self.lock.unlock()
+      }
       switch answer {
       case .choose(let image): delegate?.imagePickerController(self, didFinishPicking: image)
       case .cancel: delegate?.imagePickerControllerDidCancel(self)

@@ -13,6 +13,14 @@ public enum PickerAnswer<Choice> {
 
 extension PickerAnswer: Sendable where Choice: Sendable {}
 
+extension PickerAnswer {
+  /// True for ``walkAway``, the answer that reports nothing.
+  var isWalkAway: Bool {
+    if case .walkAway = self { return true }
+    return false
+  }
+}
+
 extension PickerAnswer: CustomStringConvertible {
   public var description: String {
     switch self {

@@ -195,6 +195,7 @@ final class SharedSqueeze: Sendable {
       return Array(state.members.values)
     }
     members.forEach { $0(what) }
+    if !members.isEmpty { PoolRelief.runAll() }
   }
 }
 

@@ -51,6 +51,7 @@ enum PoolStallWatch {
         !SharedSqueeze.shared.isSuppressed
       {
         announceBlocked(stalledMessage, test: nil)
+        PoolRelief.runAll()
         return
       }
     }

@@ -24,6 +24,30 @@ private let againHint =
   "the continuation of the first pick is still stored, so this pick's continuation was "
   + "refused or never resumed; take the stored continuation out (leaving nil) when you "
   + "resume it"
+/// The likely cause when a pick is never answered, judged at the deadline from what the
+/// picker saw: an answer that found no delegate, or a pick that never showed the picker;
+/// otherwise `hint`. `presented` is the picker's presentation count before the pick.
+private func pickCause(
+  _ controller: ImagePickerController, presented: Int, _ hint: String
+) -> @Sendable () -> String {
+  {
+    if controller.reportsWithNoDelegate > 0 {
+      return "the picker reported the user's answer while it had no delegate, so nobody "
+        + "heard it: the delegate had been freed (the picker holds it weakly, so something "
+        + "must keep it alive while a pick waits) or set to nil after an earlier pick (set "
+        + "it once, and leave it)"
+    }
+    if controller.presentationCount == presented {
+      return "this pick never showed the picker (present() was not called), so nothing will "
+        + "ever answer it: was it refused, or the picker skipped, because another pick still "
+        + "waited or a sheet was still on screen? A user who walked away leaves that sheet "
+        + "there, and it never reports: a new pick takes over, presents again, and the old "
+        + "caller gets nil"
+    }
+    return hint
+  }
+}
+
 private let storeFirstHint =
   "this picker answered inside present(), before it returned, and your continuation was not "
   + "stored yet, so the answer found nobody; store or subscribe before you start: store the "
@@ -44,6 +68,8 @@ private let replacedHint =
 /// | pick, cancel, pick on one picker | each its own answer: `servesOnePickAfterAnother` | taken out when resumed: `servesOnePickAfterAnother` | — |
 /// | the same answer reported twice | one resume: `answersOnceWhenReportedTwice` | — | — |
 /// | two reports at the same moment, on two threads | — the picker reports one at a time, on one queue: a read-and-clear split in two steps can only race under threads the tests do not control (see the report of the blind exam) | | |
+/// | the delegate freed, or cleared after a pick | — the caller waits, named at every deadline from the picker's `reportsWithNoDelegate` (`pickCause`) | | |
+/// | a pick that does not present | — named at every deadline from the presentation count (`pickCause`) | | |
 /// | two picks at once | — one sheet at a time: presenting again is the walk-away path above | | |
 /// | cancelled task (before, during, after) | — pickImage() promises nothing for a cancelled task: the user answers or walks away | | |
 @Suite("2.1 Image picker")
@@ -55,7 +81,10 @@ struct ImagePickerTests {
     // A picker that answers later works even if the continuation is stored after present()...
     let later = ImagePickerController(answers: [.choose(beach)], script: .later(.milliseconds(300)))
     let laterPicker = ImagePicker(controller: later)
-    let first = try await withDeadline(.seconds(2), "pickImage()", hint: pickHint) {
+    let first = try await withDeadline(
+      .seconds(2), "pickImage()",
+      likelyCause: pickCause(later, presented: later.presentationCount, pickHint)
+    ) {
       await laterPicker.pickImage()
     }
     #expect(
@@ -97,7 +126,10 @@ struct ImagePickerTests {
     let controller = ImagePickerController(answers: [.choose(beach)], script: script)
     let picker = ImagePicker(controller: controller)
 
-    let image = try await withDeadline(.seconds(2), "pickImage()", hint: pickHint) {
+    let image = try await withDeadline(
+      .seconds(2), "pickImage()",
+      likelyCause: pickCause(controller, presented: controller.presentationCount, pickHint)
+    ) {
       await picker.pickImage()
     }
 
@@ -111,7 +143,10 @@ struct ImagePickerTests {
     let controller = ImagePickerController(answers: [.cancel], script: script)
     let picker = ImagePicker(controller: controller)
 
-    let image = try await withDeadline(.seconds(2), "pickImage()", hint: cancelHint) {
+    let image = try await withDeadline(
+      .seconds(2), "pickImage()",
+      likelyCause: pickCause(controller, presented: controller.presentationCount, cancelHint)
+    ) {
       await picker.pickImage()
     }
 
@@ -130,7 +165,10 @@ struct ImagePickerTests {
       await eventually { controller.presentationCount == 1 },
       "pickImage() did not present the picker")
     // ...until the app presents the picker again, which replaces that sheet.
-    let second = try await withDeadline(.seconds(2), "a second pickImage()", hint: againHint) {
+    let second = try await withDeadline(
+      .seconds(2), "a second pickImage()",
+      likelyCause: pickCause(controller, presented: controller.presentationCount, againHint)
+    ) {
       await picker.pickImage()
     }
     // A second call that is refused, not shown, leaves the first caller to wait for good:
@@ -163,13 +201,22 @@ struct ImagePickerTests {
         answers: [.choose(beach), .cancel, .choose(dog)], script: script)
       let picker = ImagePicker(controller: controller)
 
-      let first = try await withDeadline(.seconds(2), "pickImage()", hint: pickHint) {
+      let first = try await withDeadline(
+        .seconds(2), "pickImage()",
+        likelyCause: pickCause(controller, presented: controller.presentationCount, pickHint)
+      ) {
         await picker.pickImage()
       }
-      let second = try await withDeadline(.seconds(2), "a second pickImage()", hint: againHint) {
+      let second = try await withDeadline(
+        .seconds(2), "a second pickImage()",
+        likelyCause: pickCause(controller, presented: controller.presentationCount, againHint)
+      ) {
         await picker.pickImage()
       }
-      let third = try await withDeadline(.seconds(2), "a third pickImage()", hint: againHint) {
+      let third = try await withDeadline(
+        .seconds(2), "a third pickImage()",
+        likelyCause: pickCause(controller, presented: controller.presentationCount, againHint)
+      ) {
         await picker.pickImage()
       }
 
@@ -186,7 +233,10 @@ struct ImagePickerTests {
       let controller = ImagePickerController(answers: [.choose(beach)], script: script)
       let picker = ImagePicker(controller: controller)
 
-      let image = try await withDeadline(.seconds(2), "pickImage()", hint: pickHint) {
+      let image = try await withDeadline(
+        .seconds(2), "pickImage()",
+        likelyCause: pickCause(controller, presented: controller.presentationCount, pickHint)
+      ) {
         await picker.pickImage()
       }
       // The second report may still be on its way; wait for it, so that resuming the same

@@ -32,6 +32,30 @@ private let secondHint =
   "the continuation of the first pick is still stored, so this pick's continuation was "
   + "refused or never resumed; a new pick replaces the sheet on screen: answer the stored "
   + "caller with nil and store the new continuation"
+/// The likely cause when a pick is never answered, judged at the deadline from what the
+/// picker saw: an answer that found no delegate, or a pick that never showed the picker;
+/// otherwise `hint`. `presented` is the picker's presentation count before the pick.
+private func pickCause(
+  _ controller: ContactPickerViewController, presented: Int, _ hint: String
+) -> @Sendable () -> String {
+  {
+    if controller.reportsWithNoDelegate > 0 {
+      return "the picker reported the user's answer while it had no delegate, so nobody "
+        + "heard it: the delegate had been freed (the picker holds it weakly, so something "
+        + "must keep it alive while a pick waits) or set to nil after an earlier pick (set "
+        + "it once, and leave it)"
+    }
+    if controller.presentationCount == presented {
+      return "this pick never showed the picker (present() was not called), so nothing will "
+        + "ever answer it: was it refused, or the picker skipped, because another pick still "
+        + "waited or a sheet was still on screen? A user who walked away leaves that sheet "
+        + "there, and it never reports: a new pick takes over, presents again, and the old "
+        + "caller gets nil"
+    }
+    return hint
+  }
+}
+
 private let againHint =
   "the continuation of the first pick is still stored; take it out (leaving nil) when you "
   + "resume it"
@@ -46,6 +70,8 @@ private let againHint =
 /// | the user walks away, the app presents again | the first caller nil, the second its pick, the picker shown for it (not refused): `presentingAgainAnswersBothCallers` | — | — |
 /// | one pick after another on one picker | each its own answer: `servesOnePickAfterAnother` | taken out when resumed: `servesOnePickAfterAnother` | — |
 /// | the same answer reported twice | one resume: `answersOnceWhenReportedTwice` | — | — |
+/// | the delegate freed, or cleared after a pick | — the caller waits, named at every deadline from the picker's `reportsWithNoDelegate` (`pickCause`) | | |
+/// | a pick that does not present | — named at every deadline from the presentation count (`pickCause`) | | |
 /// | two picks at once | — one sheet at a time: presenting again is the walk-away path above | | |
 /// | cancelled task (before, during, after) | — pickContact() promises nothing for a cancelled task | | |
 @Suite("2.2 Contact picker")
@@ -58,7 +84,10 @@ struct ContactPickerTests {
     let later = ContactPickerViewController(
       answers: [.choose(ada)], script: .later(.milliseconds(300)))
     let laterPicker = ContactPicker(controller: later)
-    let first = try await withDeadline(.seconds(2), "pickContact()", hint: selectHint) {
+    let first = try await withDeadline(
+      .seconds(2), "pickContact()",
+      likelyCause: pickCause(later, presented: later.presentationCount, selectHint)
+    ) {
       await laterPicker.pickContact()
     }
     #expect(first == ada, "the user selected \(ada)")
@@ -96,7 +125,10 @@ struct ContactPickerTests {
     let controller = ContactPickerViewController(answers: [.choose(ada)], script: script)
     let picker = ContactPicker(controller: controller)
 
-    let contact = try await withDeadline(.seconds(2), "pickContact()", hint: selectHint) {
+    let contact = try await withDeadline(
+      .seconds(2), "pickContact()",
+      likelyCause: pickCause(controller, presented: controller.presentationCount, selectHint)
+    ) {
       await picker.pickContact()
     }
 
@@ -111,7 +143,10 @@ struct ContactPickerTests {
     let controller = ContactPickerViewController(answers: [.cancel], script: script)
     let picker = ContactPicker(controller: controller)
 
-    let contact = try await withDeadline(.seconds(2), "pickContact()", hint: cancelHint) {
+    let contact = try await withDeadline(
+      .seconds(2), "pickContact()",
+      likelyCause: pickCause(controller, presented: controller.presentationCount, cancelHint)
+    ) {
       await picker.pickContact()
     }
 
@@ -190,7 +225,10 @@ struct ContactPickerTests {
         answers: [.choose(ada), .cancel], script: script)
       let picker = ContactPicker(controller: controller)
 
-      let selected = try await withDeadline(.seconds(2), "pickContact()", hint: selectHint) {
+      let selected = try await withDeadline(
+        .seconds(2), "pickContact()",
+        likelyCause: pickCause(controller, presented: controller.presentationCount, selectHint)
+      ) {
         await picker.pickContact()
       }
       // Wait for the second report before picking again, so that it cannot be mistaken for

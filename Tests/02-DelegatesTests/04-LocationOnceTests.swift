@@ -24,10 +24,17 @@ private let askHint =
 /// no delegate, when the manager saw that, or else the usual one.
 private func askCause(_ manager: LocationManager) -> @Sendable () -> String {
   {
-    guard manager.reportsWithNoDelegate > 0 else { return askHint }
-    return "the manager reported the user's answer (or a status) while it had no delegate, "
-      + "so nobody heard it: permission was asked before a delegate was set, or the "
-      + "delegate had been freed by then (the manager holds it weakly)"
+    if manager.reportsWithNoDelegate > 0 {
+      return "the manager reported the user's answer (or a status) while it had no delegate, "
+        + "so nobody heard it: permission was asked before a delegate was set, or the "
+        + "delegate had been freed by then (the manager holds it weakly)"
+    }
+    if manager.authorizationRequestCount > 0, manager.startCount == 0 {
+      return "the user was asked and allowed location, but updates never started: the "
+        + "answer comes as the next locationManagerDidChangeAuthorization, which must start "
+        + "updates (every status report counts, not only the first)"
+    }
+    return askHint
   }
 }
 private let storeFirstHint =
@@ -53,6 +60,7 @@ private let failureHint =
 /// | --- | --- | --- | --- |
 /// | allowed before | the first location, the rest ignored: `returnsTheFirstLocation` | stored before the delegate is set: `storesBeforeSettingTheDelegate`; updates stopped before the caller is resumed: `stoppedBeforeTheCallerGoesOn`; delegate let go before the caller is resumed: `letsGoOfTheManagerBeforeTheCallerGoesOn` | answered while the manager reports: `stoppedBeforeTheCallerGoesOn` |
 /// | not determined, the user allows | the first location: `asksAndWaitsForTheAnswer` | asked once, stopped: `asksAndWaitsForTheAnswer`; an answer reported while no delegate was set is named as the cause (`LocationManager.reportsWithNoDelegate`) | — |
+/// | allowed always, before or as the answer | the first location: `allowedAlways` | — | — |
 /// | not determined, the user says no | `.denied`: `throwsWhenTheUserSaysNo` | no updates: `throwsWhenTheUserSaysNo` | — |
 /// | denied or restricted before | `.denied` / `.restricted`: `throwsWhenPermissionIsMissing` | no updates: `throwsWhenPermissionIsMissing` | — |
 /// | locating fails | the manager's error, later reports ignored: `throwsTheManagersError` | — | — |
@@ -153,6 +161,37 @@ struct LocationOnceTests {
     #expect(location == museum, "currentLocation(using:) must return the manager's first location")
     #expect(manager.authorizationRequestCount >= 1, "the user must be asked")
     #expect(stopped, "updates must be stopped once the caller has its location")
+  }
+
+  @Test(
+    "Permission to locate always will do as well, given before or as the user's answer",
+    arguments: [AuthorizationStatus.authorizedAlways, .notDetermined])
+  func allowedAlways(before status: AuthorizationStatus) async throws {
+    let manager = LocationManager(
+      authorization: status, userAnswer: status == .notDetermined ? .authorizedAlways : nil,
+      updates: [.location(museum)], script: .default)
+
+    let outcome = try await withDeadline(
+      .seconds(2), "currentLocation(using:)", likelyCause: askCause(manager)
+    ) {
+      do {
+        return Result<Location, any Error>.success(try await currentLocation(using: manager))
+      } catch {
+        return .failure(error)
+      }
+    }
+
+    if case .failure(let error) = outcome {
+      Issue.record(
+        Comment(
+          rawValue:
+            "currentLocation(using:) threw \(error) although the user allowed location "
+            + "always (.authorizedAlways\(status == .notDetermined ? ", when asked" : "")): "
+            + "that permission includes when in use, so locate as with .authorizedWhenInUse"))
+    }
+    #expect(
+      (try? outcome.get()) == museum,
+      "currentLocation(using:) must return the manager's first location")
   }
 
   @Test("Throws denied when the user says no", arguments: scripts)

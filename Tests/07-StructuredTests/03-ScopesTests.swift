@@ -81,7 +81,13 @@ struct ScopesTests {
     let quickOnesEnded = Locked(0)
     for _ in 0..<2 { scope.launch { quickOnesEnded.withLock { $0 += 1 } } }
     await eventually("the two quick tasks to end") { quickOnesEnded.value == 2 }
-    await eventually("the scope to forget the two that ended") { scope.runningCount == 1 }
+    let forgotten = await eventually { scope.runningCount == 1 }
+    try #require(
+      forgotten,
+      """
+      two tasks have finished, yet runningCount is \(scope.runningCount), not 1: the scope \
+      must forget each task when it ends (have the task remove itself from the scope)
+      """)
 
     scope.cancel()
 

@@ -91,6 +91,9 @@ private struct Session {
     await eventually("\(name) to join", sourceLocation: sourceLocation) {
       server.names.contains(name) || probe.misplacedRead != nil
     }
+    // A command that has joined reads its input next: wait for that first read, so that a
+    // read on a shared thread is named here, before anything it causes later.
+    _ = await eventually(within: .seconds(1)) { probe.readsStarted > 0 }
     await expectInputReadOnItsOwnThread(sourceLocation: sourceLocation)
   }
 
@@ -115,7 +118,7 @@ func inputLinesReadsOnASharedThread() async -> Bool {
     for await _ in inputLines(from: input) {}
   }
   defer { reading.cancel() }
-  pipe.fileHandleForWriting.write(Data("a line\n".utf8))
+  pipe.write("a line\n")
   _ = await eventually { input.misplacedPlace != nil || input.readCount > 0 }
   try? pipe.fileHandleForWriting.close()
   return input.misplacedPlace != nil
@@ -384,7 +387,7 @@ struct ClipperTests {
       await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
         Thread {
           let hold = PoolHold()
-          writer.write(Data(lines.map { $0 + "\n" }.joined().utf8))
+          try? writer.write(contentsOf: Data(lines.map { $0 + "\n" }.joined().utf8))
           try? writer.close()
           let start = ContinuousClock.now
           while !ended.value && ContinuousClock.now - start < .seconds(1) { usleep(1000) }

@@ -257,9 +257,15 @@ final class ProbedInput: FileHandle, @unchecked Sendable {
   /// a reader that outlives the test never reads a closed descriptor.
   init(_ pipe: Pipe) {
     super.init(fileDescriptor: dup(pipe.fileHandleForReading.fileDescriptor), closeOnDealloc: true)
+    // A read that blocks a thread of the pool through another method than availableData
+    // (readData(ofLength:), say) cannot be probed: if it holds the whole pool, ending the
+    // input lets it return, so the tests can go on and say what blocked.
+    let writer = UncheckedPipe(pipe)
+    PoolRelief.register { try? writer.pipe.fileHandleForWriting.close() }
   }
 
   override var availableData: Data {
+    started.withLock { $0 += 1 }
     if let place = Self.sharedThreadKind() {
       misplaced.withLock { $0 = $0 ?? place }
       // Not blocking that thread: on a machine with few cores the blocked reads of a few
@@ -275,6 +281,10 @@ final class ProbedInput: FileHandle, @unchecked Sendable {
 
   private let bytes = Locked(0)
   private let reads = Locked(0)
+  private let started = Locked(0)
+
+  /// How many times `availableData` has been called, returned or not.
+  var readsStarted: Int { started.value }
 
   /// How many times `availableData` has returned (an empty read at end of file too).
   var readCount: Int { reads.value }
@@ -315,14 +325,15 @@ final class ProbedInput: FileHandle, @unchecked Sendable {
 }
 
 extension Pipe {
-  /// Writes `text` to the pipe's write end.
+  /// Writes `text` to the pipe's write end. (Nothing, if the write end was closed because
+  /// the pool was found blocked: see `PoolRelief`.)
   func write(_ text: String) {
-    fileHandleForWriting.write(Data(text.utf8))
+    try? fileHandleForWriting.write(contentsOf: Data(text.utf8))
   }
 
   /// Writes `bytes` to the pipe's write end, as they are (a part of a character too).
   func write(bytes: some Sequence<UInt8>) {
-    fileHandleForWriting.write(Data(bytes))
+    try? fileHandleForWriting.write(contentsOf: Data(bytes))
   }
 }
 
@@ -355,4 +366,10 @@ struct SplitMix: RandomNumberGenerator {
     value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
     return value ^ (value >> 31)
   }
+}
+
+/// A pipe handed to another thread: closing its write end is safe from any thread.
+private struct UncheckedPipe: @unchecked Sendable {
+  let pipe: Pipe
+  init(_ pipe: Pipe) { self.pipe = pipe }
 }
