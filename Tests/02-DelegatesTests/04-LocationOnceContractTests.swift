@@ -25,22 +25,6 @@ private let hints = [
     + "manager reports",
 ]
 
-/// The cause a waiting caller's hint names, unless what the manager saw tells a more likely
-/// one: reports that found no delegate, or the user's answer never acted on.
-private func likelyCause(_ hint: String, _ manager: LocationManager) -> String {
-  if manager.reportsWithNoDelegate > 0 {
-    return "the manager reported while it had no delegate, so nobody heard it: the delegate "
-      + "had been freed by then (the manager holds it weakly; keep the object alive until it "
-      + "has answered), or was not set yet"
-  }
-  if manager.authorizationRequestCount > 0, manager.startCount == 0 {
-    return "the user was asked and allowed location, but updates never started: the answer "
-      + "comes as the next locationManagerDidChangeAuthorization, which must start updates "
-      + "(every status report counts, not only the first)"
-  }
-  return hint
-}
-
 extension LocationOnceTests {
   @Test("Three calls overlapping on one manager: every caller gets the answer")
   func everyReplacedCallerIsAnswered() async throws {
@@ -79,7 +63,7 @@ extension LocationOnceTests {
       let location = try await withDeadline(
         .seconds(2), names[index],
         // Only the call whose delegate the manager reported to can blame that delegate.
-        likelyCause: { index == 2 ? likelyCause(hints[index], manager) : hints[index] }
+        likelyCause: { index == 2 ? locationCause(manager, otherwise: hints[index]) : hints[index] }
       ) {
         try await call.value
       }

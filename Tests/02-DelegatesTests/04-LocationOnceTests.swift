@@ -21,21 +21,24 @@ private let askHint =
   + "for the next locationManagerDidChangeAuthorization; is your delegate still alive when "
   + "the user answers? The manager holds it weakly"
 /// The likely cause when nobody was answered after the user was asked: the answer reached
-/// no delegate, when the manager saw that, or else the usual one.
-private func askCause(_ manager: LocationManager) -> @Sendable () -> String {
-  {
-    if manager.reportsWithNoDelegate > 0 {
-      return "the manager reported the user's answer (or a status) while it had no delegate, "
-        + "so nobody heard it: permission was asked before a delegate was set, or the "
-        + "delegate had been freed by then (the manager holds it weakly)"
-    }
-    if manager.authorizationRequestCount > 0, manager.startCount == 0 {
-      return "the user was asked and allowed location, but updates never started: the "
-        + "answer comes as the next locationManagerDidChangeAuthorization, which must start "
-        + "updates (every status report counts, not only the first)"
-    }
-    return askHint
+/// no delegate, or was never acted on, when the manager saw that; or else `hint`.
+func locationCause(_ manager: LocationManager, otherwise hint: String) -> String {
+  if manager.reportsWithNoDelegate > 0 {
+    return "the manager reported the user's answer (or a status) while it had no delegate, "
+      + "so nobody heard it: permission was asked before a delegate was set, or the "
+      + "delegate had been freed by then (the manager holds it weakly)"
   }
+  if manager.authorizationRequestCount > 0, manager.startCount == 0 {
+    return "the user was asked and allowed location, but updates never started: the "
+      + "answer comes as the next locationManagerDidChangeAuthorization, which must start "
+      + "updates (every status report counts, not only the first)"
+  }
+  return hint
+}
+
+/// ``locationCause(_:otherwise:)`` with the hint about asking, worked out at the deadline.
+private func askCause(_ manager: LocationManager) -> @Sendable () -> String {
+  { locationCause(manager, otherwise: askHint) }
 }
 private let storeFirstHint =
   "setting the delegate makes the manager report its status at once, here inside the "

@@ -259,3 +259,39 @@ func delegateAtResume<Value: Sendable>(
   return DelegateAtResume(
     value: value, delegate: seen.value ?? "none", resumed: probe.probesFired == 1)
 }
+
+/// A picker of this chapter (image or contact), as far as the tests judge a pick that is
+/// never answered.
+protocol PresentedPicker: Sendable {
+  /// How many answers found no delegate to tell.
+  var reportsWithNoDelegate: Int { get }
+  /// How many times the picker has been presented.
+  var presentationCount: Int { get }
+}
+
+extension ImagePickerController: PresentedPicker {}
+extension ContactPickerViewController: PresentedPicker {}
+
+/// The likely cause when a pick is never answered, judged at the deadline from what the
+/// picker saw: an answer that found no delegate, or a pick that never showed the picker;
+/// otherwise `hint`. `presented` is the picker's presentation count before the pick.
+func pickCause(
+  _ controller: some PresentedPicker, presented: Int, _ hint: String
+) -> @Sendable () -> String {
+  {
+    if controller.reportsWithNoDelegate > 0 {
+      return "the picker reported the user's answer while it had no delegate, so nobody "
+        + "heard it: the delegate had been freed (the picker holds it weakly, so something "
+        + "must keep it alive while a pick waits) or set to nil after an earlier pick (set "
+        + "it once, and leave it)"
+    }
+    if controller.presentationCount == presented {
+      return "this pick never showed the picker (present() was not called), so nothing will "
+        + "ever answer it: was it refused, or the picker skipped, because another pick still "
+        + "waited or a sheet was still on screen? A user who walked away leaves that sheet "
+        + "there, and it never reports: a new pick takes over, presents again, and the old "
+        + "caller gets nil"
+    }
+    return hint
+  }
+}
