@@ -39,9 +39,6 @@ public struct TestEventLog: Sendable, Equatable {
     /// True when the test explained the failure in its own words (a comment, shown as
     /// "details"), rather than only Swift Testing's "Expectation failed: a == b".
     public var namesCause: Bool { messages.contains { $0.symbol == "details" } }
-
-    /// True when it was recorded in a stress test's file (`…StressTests.swift`).
-    public var isInStressFile: Bool { filePath?.hasSuffix("StressTests.swift") == true }
   }
 
   /// Test records by id.
@@ -101,13 +98,8 @@ public struct TestEventLog: Sendable, Equatable {
   /// failure explains the later ones). Never by recording order across tests: tests run
   /// in parallel, so that order varies between runs.
   public var issuesByHeadline: [Issue] {
-    // A stress test's volume check sees the same mistake less precisely than the tests of
-    // the exercise's main file, which come first; lines only order tests within a file.
-    func rank(_ issue: Issue) -> (Int, Int, Int) {
-      (
-        issue.namesCause ? 0 : 1, issue.isInStressFile ? 1 : 0,
-        test(issue.testID)?.line ?? Int.max
-      )
+    func rank(_ issue: Issue) -> (Int, Int) {
+      (issue.namesCause ? 0 : 1, test(issue.testID)?.line ?? Int.max)
     }
     return issues.enumerated().sorted { lhs, rhs in
       let left = rank(lhs.element)

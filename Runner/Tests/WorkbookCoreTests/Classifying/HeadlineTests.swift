@@ -66,21 +66,6 @@ import Testing
     #expect(grade(events).details.contains("the second value came first"))
   }
 
-  @Test func anExplainedStressFailureDeclaredHigherUpYieldsToTheMainFile() {
-    // Both explain themselves; the stress test's file sorts first and its line is smaller,
-    // but it sees the mistake through volume: the main file's test is more precise.
-    let stressFile = "/ROOT/Tests/01-BasicsTests/02-DoublingStressTests.swift"
-    let events = log(
-      tests: [("stress()", stressFile, 3), ("precise()", Self.main, 80)],
-      issues: [
-        ("stress()", Self.explained("Expectation failed: count", "1001 values for 1000 posts")),
-        ("precise()", Self.explained("Expectation failed: first", "yielded the current value")),
-      ])
-    let details = grade(events).details
-    #expect(details.first == "test precise() at Tests/01-BasicsTests/02-DoublingTests.swift:81")
-    #expect(details.contains("yielded the current value"))
-  }
-
   @Test func anEarlierFailureInTheSameTestHeadlinesOverItsDeadline() {
     let events = log(
       tests: [("waits()", Self.main, 10)],
