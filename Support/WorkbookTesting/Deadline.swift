@@ -166,10 +166,17 @@ private func explainThrown(_ error: any Error, _ operationName: String, _ hint: 
   guard ProcessInfo.processInfo.environment["WORKBOOK_EXPLAIN"] != nil,
     !(error is CancellationError), !(error is DeadlineExceeded), let test = Test.current
   else { return }
-  let fields = [test.displayName ?? test.name, operationName, String(describing: error), hint]
-    .map { $0.replacingOccurrences(of: "\n", with: " ").replacingOccurrences(of: "\t", with: " ") }
-  let line = "\(thrownMarker) \(fields.joined(separator: "\t"))\n"
-  FileHandle.standardError.write(Data(line.utf8))
+  writeExplanation(
+    thrownMarker, [test.displayName ?? test.name, operationName, String(describing: error), hint])
+}
+
+/// Writes one line the runner reads from stderr: the marker, then the fields separated by
+/// tabs, each on one line and free of tabs so that the runner can split them back.
+private func writeExplanation(_ marker: String, _ fields: [String]) {
+  let cleaned = fields.map {
+    $0.replacingOccurrences(of: "\n", with: " ").replacingOccurrences(of: "\t", with: " ")
+  }
+  FileHandle.standardError.write(Data("\(marker) \(cleaned.joined(separator: "\t"))\n".utf8))
 }
 
 /// Opens the line written to stderr when a watchdog finds the pool blocked (only when the
@@ -191,9 +198,7 @@ func currentTestName() -> String? {
 /// time-out.
 func announceBlocked(_ finding: String, test: String?) {
   guard ProcessInfo.processInfo.environment["WORKBOOK_EXPLAIN"] != nil else { return }
-  let fields = [test ?? "", finding]
-    .map { $0.replacingOccurrences(of: "\n", with: " ").replacingOccurrences(of: "\t", with: " ") }
-  FileHandle.standardError.write(Data("\(blockedMarker) \(fields.joined(separator: "\t"))\n".utf8))
+  writeExplanation(blockedMarker, [test ?? "", finding])
 }
 
 /// Where the helpers' findings go: an issue for the test that is running, unless a test of

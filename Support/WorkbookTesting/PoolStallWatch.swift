@@ -33,21 +33,17 @@ enum PoolStallWatch {
   }
 
   private static func watch() {
-    let clock = ContinuousClock()
-    let slice: Duration = .milliseconds(100)
     var sent = 0
-    var waited: Duration = .zero
+    // Only runnable time counts (no cap): a starved machine is not a blocked pool.
+    var waited = RunnableTime(patience, slice: .milliseconds(100))
     while true {
       if probesRun.load(ordering: .acquiring) == sent {
         sent += 1
-        waited = .zero
+        waited = RunnableTime(patience, slice: .milliseconds(100))
         Task.detached { probesRun.add(1, ordering: .releasing) }
       }
-      let before = clock.now
-      Thread.sleep(forTimeInterval: 0.1)
-      // A slice that woke up late counts as a little more than a slice, not as the delay.
-      waited += min(clock.now - before, slice + .milliseconds(20))
-      if waited >= patience, probesRun.load(ordering: .acquiring) < sent,
+      waited.sleepOneSliceBlockingThisThread()
+      if waited.counted >= patience, probesRun.load(ordering: .acquiring) < sent,
         !SharedSqueeze.shared.isSuppressed
       {
         announceBlocked(stalledMessage, test: nil)

@@ -134,21 +134,27 @@ struct LocationOnceTests {
       """)
   }
 
+  /// What `currentLocation(using:)` returned or threw, within the deadline that names the
+  /// ask's likely cause when it never returns.
+  private func locationOutcome(
+    _ manager: LocationManager
+  ) async throws -> Result<Location, any Error> {
+    try await withDeadline(.seconds(2), "currentLocation(using:)", likelyCause: askCause(manager)) {
+      do {
+        return .success(try await currentLocation(using: manager))
+      } catch {
+        return .failure(error)
+      }
+    }
+  }
+
   @Test("Asks the user when nobody has asked yet, and waits for their answer", arguments: scripts)
   func asksAndWaitsForTheAnswer(script: CallbackScript) async throws {
     let manager = LocationManager(
       authorization: .notDetermined, userAnswer: .authorizedWhenInUse,
       updates: [.location(museum)], script: script)
 
-    let outcome = try await withDeadline(
-      .seconds(2), "currentLocation(using:)", likelyCause: askCause(manager)
-    ) {
-      do {
-        return Result<Location, any Error>.success(try await currentLocation(using: manager))
-      } catch {
-        return .failure(error)
-      }
-    }
+    let outcome = try await locationOutcome(manager)
     let stopped = await eventually { !manager.isUpdatingLocation }
 
     if case .failure(let error) = outcome {
@@ -174,15 +180,7 @@ struct LocationOnceTests {
       authorization: status, userAnswer: status == .notDetermined ? .authorizedAlways : nil,
       updates: [.location(museum)], script: .default)
 
-    let outcome = try await withDeadline(
-      .seconds(2), "currentLocation(using:)", likelyCause: askCause(manager)
-    ) {
-      do {
-        return Result<Location, any Error>.success(try await currentLocation(using: manager))
-      } catch {
-        return .failure(error)
-      }
-    }
+    let outcome = try await locationOutcome(manager)
 
     if case .failure(let error) = outcome {
       Issue.record(

@@ -54,7 +54,7 @@ private func collect(_ channel: CoChannel<Int>, hint: String = finishHint) async
 ///
 /// | path | elements (count, order) | end, error | producer, channel | thread, timing |
 /// | --- | --- | --- | --- | --- |
-/// | the producer sends, then closes | every one, in order, whatever the buffer: `yieldsEverythingThenEnds` | ends: `yieldsEverythingThenEnds` | the producer ends: `yieldsEverythingThenEnds`; the channel left closed, not cancelled: `aChannelThatEndsByItselfIsLeftAsItIs` | — |
+/// | the producer sends, then closes | every one, in order, whatever the buffer: `yieldsEverythingThenEnds`; some missing but the rest in order is named as a stream that throws elements away (`lossComment`, in every test that counts elements) | ends: `yieldsEverythingThenEnds` | the producer ends: `yieldsEverythingThenEnds`; the channel left closed, not cancelled: `aChannelThatEndsByItselfIsLeftAsItIs` | — |
 /// | elements buffered before `close()` | all of them: `closeEndsAfterTheBuffer` | then ends: `closeEndsAfterTheBuffer` | — | — |
 /// | already closed and empty | none: `emptyClosedChannel` | ends at once: `emptyClosedChannel` | — | — |
 /// | the channel is cancelled, before or during the loop | the ones before: `cancelThrows` | throws `CoChannelError.cancelled`: `cancelThrows`, `cancelledBeforeIteration` | — | — |

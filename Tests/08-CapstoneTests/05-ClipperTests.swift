@@ -143,7 +143,7 @@ private let endOfInputHint =
 /// | connect fails | the connection's error: `takenNameThrows` | — | nothing printed: `takenNameThrows` |
 /// | cancelled while connecting | ends: `cancelling` | the socket hangs up: `cancelling` | — |
 /// | cancelled while chatting | ends, returning or throwing: `cancelling` | hangs up: `cancelling` | — |
-/// | blocking reads | — | read on a thread of its own (8.4), checked in every test (`ProbedInput`) | — |
+/// | blocking reads | — | read on a thread of its own (8.4), checked in every test (`ProbedInput`); runClipper's own read (`availableData` in its child task) told apart from `inputLines(from:)`'s by trying that function alone on the same input; a read that blocks every thread of the pool is named by `PoolStallWatch` and ended by `PoolRelief` closing the input, so the run ends with the cause, not a time-out | — |
 /// | a second run | — each run makes its own connection | | |
 @Suite("8.5 The clipper command")
 struct ClipperTests {
