@@ -25,7 +25,10 @@ public protocol ContactPickerDelegate: AnyObject {
 
 extension ContactPickerDelegate {
   /// Does nothing. Implement it if you need to know that the user cancelled.
-  public func contactPickerDidCancel(_ picker: ContactPickerViewController) {}
+  public func contactPickerDidCancel(_ picker: ContactPickerViewController) {
+    // Counted, so that a test can tell "you never implemented it" from "yours ran".
+    picker.countCancelHeardByTheDefault()
+  }
 }
 
 /// An address-book picker in the ContactsUI style: present it, and it tells its delegate
@@ -45,6 +48,7 @@ public final class ContactPickerViewController: @unchecked Sendable {
   private let sheet: PickerSheet<Contact>
   private let lock = NSLock()
   private var answersToNoDelegate = 0
+  private var cancelsToTheDefault = 0
   private weak var storedDelegate: ContactPickerDelegate?
 
   /// - Parameters:
@@ -74,6 +78,21 @@ public final class ContactPickerViewController: @unchecked Sendable {
     lock.lock()
     defer { lock.unlock() }
     return answersToNoDelegate
+  }
+
+  /// How many cancels reached the protocol's do-nothing default of
+  /// ``ContactPickerDelegate/contactPickerDidCancel(_:)``: the delegate does not implement
+  /// it (or implements a method of another signature, which is not the same method).
+  public var cancelsHeardByTheDefault: Int {
+    lock.lock()
+    defer { lock.unlock() }
+    return cancelsToTheDefault
+  }
+
+  func countCancelHeardByTheDefault() {
+    lock.lock()
+    cancelsToTheDefault += 1
+    lock.unlock()
   }
 
   /// How many times ``present()`` has been called.

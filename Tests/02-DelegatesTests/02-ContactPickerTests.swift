@@ -20,6 +20,27 @@ private let selectHint =
 private let cancelHint =
   "nothing resumes the continuation when the user cancels; contactPickerDidCancel(_:) is "
   + "an optional delegate method, so the compiler never asked you to implement it"
+
+/// Why a cancelled pick was never answered, judged from where the cancel went: to the
+/// protocol's do-nothing default, or to the learner's own method, which then left the
+/// caller waiting.
+private func cancelCause(_ controller: ContactPickerViewController) -> @Sendable () -> String {
+  let presented = controller.presentationCount
+  let judged = pickCause(controller, presented: presented, "")
+  return {
+    let cause = judged()
+    if !cause.isEmpty { return cause }
+    if controller.cancelsHeardByTheDefault > 0 {
+      return "the user cancelled, and only the protocol's do-nothing default of "
+        + "contactPickerDidCancel(_:) heard it: it is an optional delegate method, so the "
+        + "compiler never asked you to implement it, and a method of any other signature "
+        + "(another label, say) is a new method nobody calls"
+    }
+    return "the user cancelled and your contactPickerDidCancel(_:) ran, but the caller was "
+      + "never answered: the cancel path took no continuation, or took it and dropped it "
+      + "without resuming it; a cancelled pick still owes its caller an answer"
+  }
+}
 private let storeFirstHint =
   "this picker answered inside present(), before it returned, and your continuation was not "
   + "stored yet, so the answer found nobody; store or subscribe before you start: store the "
@@ -88,7 +109,7 @@ struct ContactPickerTests {
     let picker = ContactPicker(controller: controller)
 
     let (results, _, outside) = try await resumedInsideTheReport(
-      "pickContact()", hint: cancelHint, watch: watch
+      "pickContact()", hint: cancelHint, likelyCause: cancelCause(controller), watch: watch
     ) {
       await picker.pickContact()
     }
@@ -122,7 +143,7 @@ struct ContactPickerTests {
 
     let contact = try await withDeadline(
       .seconds(2), "pickContact()",
-      likelyCause: pickCause(controller, presented: controller.presentationCount, cancelHint)
+      likelyCause: cancelCause(controller)
     ) {
       await picker.pickContact()
     }

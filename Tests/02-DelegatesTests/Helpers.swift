@@ -180,8 +180,9 @@ final class ResumeWatch: TaskExecutor, @unchecked Sendable {
 /// `reports` held reports go once every call has started, and returns the calls' results
 /// (each within the deadline) in the order they were started, with where they were resumed.
 func resumedInsideTheReport<T: Sendable>(
-  _ operationName: String, hint: String, watch: ResumeWatch, callers: Int = 1,
-  reports: Int = 1, look: (@Sendable () -> String)? = nil,
+  _ operationName: String, hint: String, likelyCause: (@Sendable () -> String)? = nil,
+  watch: ResumeWatch, callers: Int = 1, reports: Int = 1,
+  look: (@Sendable () -> String)? = nil,
   sourceLocation: SourceLocation = #_sourceLocation,
   _ call: @escaping @Sendable () async throws -> T
 ) async throws -> (results: [Result<T, any Error>], inside: Int, outside: Int) {
@@ -202,7 +203,8 @@ func resumedInsideTheReport<T: Sendable>(
   var results: [Result<T, any Error>] = []
   for task in tasks {
     let result = try await withDeadline(
-      .seconds(2), operationName, hint: hint, sourceLocation: sourceLocation
+      .seconds(2), operationName, likelyCause: likelyCause ?? { hint },
+      sourceLocation: sourceLocation
     ) {
       await Result(catching: { try await task.value })
     }

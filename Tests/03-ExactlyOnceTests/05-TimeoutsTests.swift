@@ -286,7 +286,15 @@ struct TimeoutsTests {
           operationWins
           ? "the operation finished first and should have won"
           : "the limit passed, so withTimeout must throw TimeoutError"
-        Issue.record("round \(round): \(expected); got \(error)")
+        // Nobody cancelled this test: a CancellationError is the cancelled loser's.
+        let loserError =
+          error is CancellationError
+          ? ": that is the error of the child that lost and was cancelled "
+            + (operationWins ? "(the timer)" : "(the operation)")
+            + ", and it reached the caller; the first child to end decides the answer, and "
+            + "the loser's end is only waited for, not reported"
+          : ""
+        Issue.record("round \(round): \(expected); got \(error)\(loserError)")
       }
       #expect(operation.running == 0, "round \(round): the operation was \(Self.stillRunning)")
       #expect(clock.sleepsRunning == 0, "round \(round): the timer was \(Self.stillRunning)")
