@@ -21,11 +21,11 @@ import Synchronization
 public func withNewTasksRunningFirst<T>(
   patience: Duration = .milliseconds(200), _ operation: () throws -> T
 ) rethrows -> T {
-  EnqueueHook.installOnce()
+  GlobalEnqueueHook.installOnce()
   let thread = pthread_self()
-  EnqueueHook.runFirst.withLock { $0.append(RunFirst(thread: thread, patience: patience)) }
+  runFirstThreads.withLock { $0.append(RunFirst(thread: thread, patience: patience)) }
   defer {
-    EnqueueHook.runFirst.withLock { runFirst in
+    runFirstThreads.withLock { runFirst in
       runFirst.removeAll { pthread_equal($0.thread, thread) != 0 }
     }
   }
@@ -33,55 +33,38 @@ public func withNewTasksRunningFirst<T>(
 }
 
 /// The thread whose new tasks run first, and how long its caller waits for each.
-private struct RunFirst: @unchecked Sendable {  // pthread_t is a plain integer on Linux
+struct RunFirst: @unchecked Sendable {  // pthread_t is a plain integer on Linux
   let thread: pthread_t
   let patience: Duration
 }
 
-/// Swift's hook for jobs sent to the global executor: the runtime calls it, on the thread
-/// that sends the job, instead of queueing the job itself.
-private enum EnqueueHook {
-  typealias Original = @convention(thin) (UnownedJob) -> Void
-  typealias Hook = @convention(thin) (UnownedJob, Original) -> Void
+/// The threads inside `withNewTasksRunningFirst`, one entry each.
+let runFirstThreads = Mutex<[RunFirst]>([])
 
-  /// The threads inside `withNewTasksRunningFirst`, one entry each.
-  static let runFirst = Mutex<[RunFirst]>([])
-
-  static let installed: Bool = {
-    guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "swift_task_enqueueGlobal_hook") else {
-      return false
-    }
-    let hook: Hook = { job, original in EnqueueHook.enqueue(job, original: original) }
-    symbol.assumingMemoryBound(to: Hook?.self).pointee = hook
-    return true
-  }()
-
-  static func installOnce() {
-    precondition(installed, "this Swift runtime has no swift_task_enqueueGlobal_hook")
+/// Runs `job` first if it was sent from a thread inside `withNewTasksRunningFirst`, and says
+/// whether it did; the shared hook (`GlobalEnqueueHook`) asks this before anything else.
+func runFirstIfAsked(_ job: UnownedJob) -> Bool {
+  let thread = pthread_self()
+  guard
+    let runFirst = runFirstThreads.withLock({ $0.first { pthread_equal($0.thread, thread) != 0 } })
+  else { return false }
+  // Run the new task on a thread of its own, and hold the caller until it ends or
+  // suspends: then the caller's next statement comes after everything the task did.
+  let ran = DispatchSemaphore(value: 0)
+  let runner = Thread {
+    runOnGenericExecutor(job, genericExecutor)
+    ran.signal()
   }
-
-  static func enqueue(_ job: UnownedJob, original: Original) {
-    let thread = pthread_self()
-    guard
-      let runFirst = runFirst.withLock({ $0.first { pthread_equal($0.thread, thread) != 0 } })
-    else { return original(job) }
-    // Run the new task on a thread of its own, and hold the caller until it ends or
-    // suspends: then the caller's next statement comes after everything the task did.
-    let ran = DispatchSemaphore(value: 0)
-    let runner = Thread {
-      runOnGenericExecutor(job, genericExecutor)
-      ran.signal()
-    }
-    runner.name = "new task run first"
-    runner.start()
-    _ = ran.wait(timeout: .now() + runFirst.patience.timeInterval)
-  }
+  runner.name = "new task run first"
+  runner.start()
+  _ = ran.wait(timeout: .now() + runFirst.patience.timeInterval)
+  return true
 }
 
 /// Runs a job as a thread of the pool would: on the generic executor, the one that a task
 /// without an actor runs on.
 @_silgen_name("swift_job_run")
-private func runOnGenericExecutor(_ job: UnownedJob, _ executor: UnownedSerialExecutor)
+func runOnGenericExecutor(_ job: UnownedJob, _ executor: UnownedSerialExecutor)
 
 /// The runtime's name for the generic executor: no identity, no implementation.
-private let genericExecutor = unsafeBitCast((0, 0), to: UnownedSerialExecutor.self)
+let genericExecutor = unsafeBitCast((0, 0), to: UnownedSerialExecutor.self)

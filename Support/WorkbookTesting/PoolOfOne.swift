@@ -95,6 +95,9 @@ final class SharedSqueeze: Sendable {
     var emptied = 0
     /// While above zero, no squeeze runs (see ``withoutPoolCheck(_:)``).
     var suppressed = 0
+    /// While above zero, a test holds the pool on purpose, so a stalled pool is no finding
+    /// (see `PoolStallWatch`).
+    var heldOnPurpose = 0
   }
   private let state = Mutex(State())
 
@@ -164,10 +167,12 @@ final class SharedSqueeze: Sendable {
     }
   }
 
-  /// Ends the running squeeze, if any, and starts none until `resume()`.
-  func suppress() {
+  /// Ends the running squeeze, if any, and starts none until `resume()`. `holdsThePool`
+  /// says the caller may hold every thread of the pool on purpose.
+  func suppress(holdsThePool: Bool = true) {
     let running = state.withLock { state -> PoolSqueeze? in
       state.suppressed += 1
+      if holdsThePool { state.heldOnPurpose += 1 }
       // One still starting is stopped too: its watchdog starts watching before the task that
       // started it can run again, which the caller may be about to keep from running (by
       // holding the pool itself). The starter forgets it once it runs.
@@ -178,12 +183,15 @@ final class SharedSqueeze: Sendable {
     running?.stop()
   }
 
-  func resume() {
-    state.withLock { $0.suppressed -= 1 }
+  func resume(holdsThePool: Bool = true) {
+    state.withLock {
+      $0.suppressed -= 1
+      if holdsThePool { $0.heldOnPurpose -= 1 }
+    }
   }
 
   /// True while a test holds the pool on purpose (``withoutPoolCheck(_:)``).
-  var isSuppressed: Bool { state.withLock { $0.suppressed > 0 } }
+  var isHeldOnPurpose: Bool { state.withLock { $0.heldOnPurpose > 0 } }
 
   /// The pool was blocked: every member is told, and the next join starts afresh.
   private func blocked(_ squeeze: PoolSqueeze, _ what: Blocked) {
@@ -214,6 +222,16 @@ func mainActorBlockedMessage(_ operationName: String, patience: Duration) -> Str
 public func withoutPoolCheck<T>(_ body: () async throws -> T) async rethrows -> T {
   SharedSqueeze.shared.suppress()
   defer { SharedSqueeze.shared.resume() }
+  return try await body()
+}
+
+/// Runs `body` with every thread of the pool free: no squeeze holds one meanwhile. Unlike
+/// ``withoutPoolCheck(_:)``, a pool blocked as a whole is still found and named. For tests
+/// whose own callbacks hold a thread a while (a slow terminal, say), while the code under
+/// test must go on beside them.
+public func withAllPoolThreadsFree<T>(_ body: () async throws -> T) async rethrows -> T {
+  SharedSqueeze.shared.suppress(holdsThePool: false)
+  defer { SharedSqueeze.shared.resume(holdsThePool: false) }
   return try await body()
 }
 

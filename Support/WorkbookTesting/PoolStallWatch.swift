@@ -44,7 +44,7 @@ enum PoolStallWatch {
       }
       waited.sleepOneSliceBlockingThisThread()
       if waited.counted >= patience, probesRun.load(ordering: .acquiring) < sent,
-        !SharedSqueeze.shared.isSuppressed
+        !SharedSqueeze.shared.isHeldOnPurpose
       {
         announceBlocked(stalledMessage, test: nil)
         PoolRelief.runAll()

@@ -104,7 +104,7 @@ private func readsAfterTheEnd(of battery: Battery) async -> Int {
 /// | the task is cancelled, before or after a change | — | the loop ends: `removesTheObserverWhenTheTaskIsCancelled` | removed: `removesTheObserverWhenTheTaskIsCancelled` | in a storm of posts from other threads: `endsDuringAStorm` |
 /// | the stream is dropped unread | — | — | removed: `removesTheObserverWhenTheStreamIsDropped` | — |
 /// | another battery changes | none of its levels: `listensToItsOwnBatteryOnly` | — | — | — |
-/// | two streams at once, one ends | the other gets every change: `streamsAreIndependent` | — | the other's stays: `streamsAreIndependent` | — |
+/// | two streams at once, one ends (the first made or the last) | the other gets every change: `streamsAreIndependent` | — | the other's stays, and none is left once both end: `streamsAreIndependent` | — |
 /// | a failure | — a notification cannot fail | | | |
 @Suite("4.2 Notifications")
 struct NotificationsTests {
@@ -220,34 +220,85 @@ struct NotificationsTests {
           + "(object: battery)"))
   }
 
-  @Test("Each stream gets every change, and ending one leaves the other listening")
-  func streamsAreIndependent() async throws {
+  @Test(
+    "Each stream gets every change, and ending one leaves the other listening",
+    arguments: [true, false])
+  func streamsAreIndependent(madeFirstEndsFirst: Bool) async throws {
     let battery = makeBattery()
-    let other = levelChanges(of: battery)
+    var streams = [levelChanges(of: battery), levelChanges(of: battery)]
+    // Held only here, so that dropping it after the loop ends it, as a loop's own would.
+    var ending: AsyncStream<Int>? = streams.remove(at: madeFirstEndsFirst ? 0 : 1)
+    var staying: AsyncStream<Int>? = streams[0]
+    streams = []
+    let which = madeFirstEndsFirst ? "the stream made first" : "the stream made last"
 
-    let fromOne = try await first(2, of: battery) {
+    let fromOne = try await read(2, from: ending!, of: battery) {
       battery.simulateChanges(to: [5, 4])
     }
+    ending = nil
     let reads = battery.levelReadCount
+    // The block runs inside post(), so its read is counted before this returns.
     battery.simulateChanges(to: [3])
+    let readsAfterOneEnded = battery.levelReadCount - reads
+    #expect(fromOne == [5, 4])
+    guard readsAfterOneEnded == 1 else {
+      Issue.record(
+        Comment(
+          rawValue: readsAfterOneEnded == 0
+            ? "two streams listened to one battery, and when \(which) ended, the other's "
+              + "observer stopped hearing changes too: the ending stream removed an observer "
+              + "that was not its own. Each stream removes the one token it added; one "
+              + "battery may have many listeners, so a token kept per battery (or anywhere "
+              + "shared) is overwritten by the next stream's"
+            : "after \(which) ended, one change reached \(readsAfterOneEnded) observer "
+              + "blocks, where only the other stream's should run: the ending stream's "
+              + "observer was not removed"))
+      return
+    }
+    let fromOther = try await read(
+      3, from: staying!, of: battery,
+      silenced: "the other stream got 5 and 4, and nothing after \(which) ended: ending one "
+        + "stream removed an observer that was not its own. Each stream removes the one token "
+        + "it added; one battery may have many listeners, so a token kept per battery (or "
+        + "anywhere shared) is overwritten by the next stream's"
+    ) {}
+    staying = nil
+    #expect(fromOther == [5, 4, 3], "ending one stream must not end the other")
+
+    let readsWhenBothEnded = battery.levelReadCount
+    battery.simulateChanges(to: [2])
+    #expect(
+      battery.levelReadCount == readsWhenBothEnded,
+      Comment(
+        rawValue: "after both streams ended, a change still ran an observer block: each "
+          + "stream must remove the observer it added, however many streams listen to the "
+          + "battery"))
+  }
+
+  /// The first `count` levels of `stream`, read within the deadline; `changes` runs first.
+  private func read(
+    _ count: Int, from stream: AsyncStream<Int>, of battery: Battery,
+    silenced: String? = nil, after changes: @Sendable () -> Void,
+    sourceLocation: SourceLocation = #_sourceLocation
+  ) async throws -> [Int] {
+    changes()
     let progress = Locked<[Int]>([])
-    let fromOther = try await withDeadline(
+    return try await withDeadline(
       .seconds(2), "the loop over levelChanges(of:)",
-      diagnosis: { diagnosis(of: battery, seen: progress.value, wanted: 3) }
+      diagnosis: {
+        // Stopped exactly where the other stream ended: the other's end silenced this one.
+        if let silenced, progress.value == [5, 4] { return silenced }
+        return diagnosis(of: battery, seen: progress.value, wanted: count)
+      },
+      sourceLocation: sourceLocation
     ) {
       var seen: [Int] = []
-      for await level in other {
+      for await level in stream {
         seen.append(level)
         progress.withLock { $0.append(level) }
-        if seen.count == 3 { break }
+        if seen.count == count { break }
       }
       return seen
     }
-
-    #expect(fromOne == [5, 4])
-    #expect(fromOther == [5, 4, 3], "ending one stream must not end the other")
-    #expect(
-      battery.levelReadCount - reads == 1,
-      "after one stream ended, a change must reach exactly one block: the other stream's")
   }
 }

@@ -54,13 +54,13 @@ private func collect(_ channel: CoChannel<Int>, hint: String = finishHint) async
 ///
 /// | path | elements (count, order) | end, error | producer, channel | thread, timing |
 /// | --- | --- | --- | --- | --- |
-/// | the producer sends, then closes | every one, in order, whatever the buffer: `yieldsEverythingThenEnds`; some missing but the rest in order is named as a stream that throws elements away (`lossComment`, in every test that counts elements) | ends: `yieldsEverythingThenEnds` | the producer ends: `yieldsEverythingThenEnds`; the channel left closed, not cancelled: `aChannelThatEndsByItselfIsLeftAsItIs` | — |
+/// | the producer sends, then closes | every one, in order, whatever the buffer: `yieldsEverythingThenEnds`; in order even when tasks started on callback threads run backwards (`withPlainThreadJobsReordered`): `inOrderWhateverTheTaskOrder`; some missing but the rest in order is named as a stream that throws elements away (`lossComment`, in every test that counts elements) | ends: `yieldsEverythingThenEnds` | the producer ends: `yieldsEverythingThenEnds`; the channel left closed, not cancelled: `aChannelThatEndsByItselfIsLeftAsItIs` | — |
 /// | elements buffered before `close()` | all of them: `closeEndsAfterTheBuffer` | then ends: `closeEndsAfterTheBuffer` | — | — |
 /// | already closed and empty | none: `emptyClosedChannel` | ends at once: `emptyClosedChannel` | — | — |
 /// | the channel is cancelled, before or during the loop | the ones before: `cancelThrows` | throws `CoChannelError.cancelled`: `cancelThrows`, `cancelledBeforeIteration` | — | — |
 /// | the loop breaks | — | — | the producer blocked in `awaitSend` is released: `breakReleasesTheProducer` | — |
 /// | the loop body throws | — | its error | the producer is released: `throwReleasesTheProducer` | — |
-/// | the consuming task is cancelled | — | the loop ends promptly: `taskCancellationReleasesTheProducer` | the producer is released: `taskCancellationReleasesTheProducer` | — |
+/// | the consuming task is cancelled | — | the loop ends promptly: `taskCancellationReleasesTheProducer` | the producer is released: `taskCancellationReleasesTheProducer`; cancelled before the loop starts, the channel is cancelled all the same: `taskCancelledBeforeTheLoop` | — |
 /// | nothing sent for a while | — | — | — | nothing wakes up to look meanwhile: `idleWhileWaiting` |
 /// | two sequences on one channel | — each element goes to one receiver, as with two legacy receivers: nothing to add | | | |
 /// What went wrong when the loop got `received` instead of `expected`: elements skipped but
@@ -81,6 +81,16 @@ private func lossComment(_ received: [Int], of expected: [Int]) -> Comment {
         + "had handed over. A buffering policy that keeps only some (bufferingNewest, "
         + "bufferingOldest) drops them while the loop is busy; keep every one, as the "
         + "default, .unbounded, does (the channel's own buffer holds the producer back)")
+  }
+  if Set(received).count == received.count, received.allSatisfy(expected.contains),
+    let overtaking = zip(received, received.dropFirst()).first(where: { $0.0 > $0.1 })
+  {
+    return Comment(
+      rawValue: "the loop got \(overtaking.0) before \(overtaking.1): the elements came out of "
+        + "the order the producer sent them (\(received)). Something between the channel and "
+        + "the stream runs in an order of its own: an element passed on through a task of "
+        + "its own (Task { yield }) may run after the next one's, and Swift does not run "
+        + "tasks in the order they were made; pass each element on where it is received")
   }
   return Comment(
     rawValue: "the loop should get every element the producer sent, once each, in the order "
@@ -106,6 +116,26 @@ struct BridgeAChannelTests {
       hint: "the producer was still blocked in awaitSend(_:) after the stream ended: receive "
         + "every element until the channel is closed")
     #expect(throws: Never.self) { try produced.get() }
+  }
+
+  @Test(
+    "Every element in order, even when tasks started from callbacks run in another order",
+    arguments: kinds)
+  func inOrderWhateverTheTaskOrder(kind: CoChannel<Int>.BufferType) async throws {
+    let channel = CoChannel<Int>(bufferType: kind)
+    // Tasks made on the producer's and the pump's threads run backwards in each burst, as
+    // a busy machine may run them: only an order the code itself keeps survives.
+    let received = try await withPlainThreadJobsReordered(window: .milliseconds(20)) {
+      let producer = produce(1...30, into: channel)
+      let received = try await collect(channel)
+      _ = try await outcome(
+        of: producer, "the producer",
+        hint: "the producer was still blocked in awaitSend(_:) after the stream ended: "
+          + "receive every element until the channel is closed")
+      return received
+    }
+
+    #expect(received == Array(1...30), lossComment(received, of: Array(1...30)))
   }
 
   @Test(
@@ -226,6 +256,30 @@ struct BridgeAChannelTests {
       throws: CoChannelError.cancelled,
       "a cancelled channel must end the iteration by throwing CoChannelError.cancelled"
     ) { try await collect(channel) }
+  }
+
+  @Test("A loop whose task is cancelled before it starts cancels the channel")
+  func taskCancelledBeforeTheLoop() async throws {
+    // A few rounds: the stream's pump may start at once or later, and the loop must
+    // reach the channel either way.
+    for round in 1...5 {
+      let channel = CoChannel<Int>(bufferType: .rendezvous)
+      let loop = Task {
+        withUnsafeCurrentTask { $0?.cancel() }
+        for try await _ in channel.elements() {}
+      }
+      _ = await loop.result
+      let cancelled = await eventually { channel.isCanceled }
+      #expect(
+        cancelled,
+        Comment(
+          rawValue: "round \(round): the loop's task was cancelled before its first element, "
+            + "and the channel was left as it was: the stream ended as .cancelled before "
+            + "anything was there to hear it, so its producer would wait in awaitSend(_:) "
+            + "forever or feed a stream nobody reads; the consumer's end must reach the "
+            + "channel even when it comes first, before the pump has started"))
+      if !cancelled { break }
+    }
   }
 
   @Test(

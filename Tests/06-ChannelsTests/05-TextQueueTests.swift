@@ -193,6 +193,8 @@ private let cancelledHint =
 /// | a few, one per interval | each its own receipt: `sendsInOrderOnePerInterval` | in order, 0, 1, 2 s: `sendsInOrderOnePerInterval` | — | sleeps on the queue's clock: `sendsInOrderOnePerInterval`; a wait in real time named wherever the test lets time pass (`Rig.letSend`) |
 /// | 100 messages | each its own receipt: `sendsAHundredInOrder` | all, once each, in submission order: `sendsAHundredInOrder` | — | — |
 /// | a send slower than the interval | — | the next one at once: `slowSendIsFollowedAtOnce` | — | — |
+/// | a quiet spell, then two messages | — | the first at once, the second one interval later, no burst: `noBurstAfterAQuietSpell` | — | — |
+/// | submitters at once on a nearly full queue | — never more than `capacity` waiting; a check and a count made in two locked steps is not caught: only threads interleaving between the learner's two statements would show it, and nothing the tests run sits between them | | | |
 /// | a send that takes 2.5 s | its receipt: `slowSend` | — | — | nothing blocks a thread meanwhile: `slowSend` |
 /// | the queue is full | `.full` at once, the waiting ones kept: `fullQueueRefusesTheNewcomer` | the refused one never: `fullQueueRefusesTheNewcomer` | — | — |
 /// | a send fails | its own error only: `failedSendFailsOnlyItsMessage` | the next one still sent: `failedSendFailsOnlyItsMessage` | goes on | — |
@@ -336,6 +338,47 @@ struct TextQueueTests {
     #expect(
       rig.gateway.startTimes == [.zero, .milliseconds(1500)],
       "the second send must start as soon as the first, slow one has ended")
+  }
+
+  @Test("After a quiet spell, the next messages still go out one interval apart")
+  func noBurstAfterAQuietSpell() async throws {
+    let rig = Rig()
+    defer { rig.tearDown() }
+
+    let ada = await rig.submit("ada")
+    _ = try await ada.value("submit(_:)", hint: receiptHint)
+    rig.clock.advance(by: .seconds(5))  // five intervals with nothing to send
+    let grace = await rig.submit("grace")
+    let graceAtOnce = await rig.sends(2)
+    #expect(
+      graceAtOnce,
+      """
+      after five quiet intervals, grace waited for yet another interval: the last send \
+      started five seconds before, so the interval has long passed; wait only for what is \
+      left of it, until one interval after the last send started
+      """)
+    if !graceAtOnce { try await rig.letSend(2) }
+    _ = try await grace.value("submit(_:)", hint: receiptHint)
+    let linus = await rig.submit("linus")
+
+    let slept = await rig.workerSleeps()
+    let sentThen = rig.gateway.sent
+    #expect(
+      !graceAtOnce || (slept && sentThen == ["ada", "grace"]),
+      """
+      after five quiet intervals, grace and then linus were sent with no wait between them \
+      (sent \(sentThen) at \(rig.gateway.startTimes) on the queue's clock): the interval \
+      counts from the start of the last send, not from a timetable of slots, whose unused \
+      slots add up while the queue is idle and then let a burst through
+      """)
+    if !slept { try await rig.letSend(3) } else { rig.clock.advance(by: .seconds(1)) }
+    _ = try await linus.value("submit(_:)", hint: receiptHint)
+    #expect(
+      !graceAtOnce || rig.gateway.startTimes == [.zero, .seconds(5), .seconds(6)],
+      """
+      the sends started at \(rig.gateway.startTimes) on the queue's clock, where a message \
+      at once, one five seconds later and one more right behind it mean 0, 5 and 6 seconds
+      """)
   }
 
   @Test("A full queue refuses a new message at once, and keeps the ones waiting")

@@ -135,7 +135,7 @@ private let endOfInputHint =
 ///
 /// | path | result, error | resources: connection, tasks, input | output, order, timing |
 /// | --- | --- | --- | --- |
-/// | joined, lines both ways | — | — | the greeting first: `printsGreeting`; every line: `printsIncomingLines`, in order, before it returns, with a slow `output`: `printsInOrderAndInTime`; each typed line sent as typed: `sendsInputLines` |
+/// | joined, lines both ways | — | — | the greeting first: `printsGreeting`; every line: `printsIncomingLines`, in order, before it returns, with a slow `output`, on one thread and on the shared pool (where a loop in a task it does not wait for runs beside it): `printsInOrderAndInTime`; each typed line sent as typed: `sendsInputLines` |
 /// | end of input | returns: `endOfInputReturns` | hangs up after the last line: `endOfInputReturns`; 100 lines, all sent in order first, whenever a task runs: `sendsEverythingBeforeLeaving` | — |
 /// | the server closes | `ClipperError.serverGone`, though input is open: `serverLossThrows` | the input side stops: `serverLossThrows` | — |
 /// | the connection is reset | `ClipperError.serverGone`: `resetIsServerGone` | the input side stops: `resetIsServerGone` | — |
@@ -325,23 +325,39 @@ struct ClipperTests {
     #expect(bob.recorder.lines.value.isEmpty)
   }
 
-  @Test("Prints incoming lines in order, each before it returns, even when printing is slow")
-  func printsInOrderAndInTime() async throws {
+  @Test(
+    "Prints incoming lines in order, each before it returns, even when printing is slow",
+    arguments: [true, false])
+  func printsInOrderAndInTime(onOneThread: Bool) async throws {
+    if onOneThread {
+      try await printsInOrderAndInTime(on: OneThreadExecutor())
+    } else {
+      // The pool check keeps threads of the pool for itself, and a slow print holds
+      // another: then no task could run beside the printing loop, which is what this case
+      // is for.
+      try await withAllPoolThreadsFree { try await printsInOrderAndInTime(on: nil) }
+    }
+  }
+
+  private func printsInOrderAndInTime(on executor: OneThreadExecutor?) async throws {
     let greeting = (1...20).map { "* note \($0)" }
     let server = try startedServer(greeting: greeting)
     defer { server.stop() }
     let input = Pipe()
     let writer = input.fileHandleForWriting
     // A slow terminal: the first line takes 0.2 s to print. Printing "bob: bye" ends the
-    // input, then takes 0.3 s. The command and the tasks of its task group run on one thread
-    // of their own: whatever it hands to other tasks runs elsewhere, at its own pace.
+    // input, then takes 0.3 s. On one thread of their own, the command and the tasks of its
+    // task group take turns, and whatever it hands to detached work runs elsewhere, at its
+    // own pace; on the shared pool, tasks it starts run beside it, so a loop it does not
+    // wait for can still be printing when it returns.
     let alice = Session(
-      "alice", server: server, input: input, on: OneThreadExecutor(),
+      "alice", server: server, input: input, on: executor,
       whilePrinting: { line in
         if line == greeting[0] { Thread.sleep(forTimeInterval: 0.2) }
         if line == "bob: bye" {
           try? writer.close()
-          Thread.sleep(forTimeInterval: 0.3)
+          // On the pool, long enough for whatever it runs beside the loop to finish.
+          Thread.sleep(forTimeInterval: executor == nil ? 1 : 0.3)
         }
       })
     defer { alice.run.cancel() }
@@ -357,7 +373,8 @@ struct ClipperTests {
       Comment(
         rawValue: "clipper was still printing \(alice.printedLate.value) when runClipper(…) "
           + "had already returned: the command's work was not over when it said it was, and a "
-          + "caller that prints after it (or exits) garbles or loses those lines"))
+          + "caller that prints after it (or exits) garbles or loses those lines; a task it "
+          + "started and cancelled but did not wait for (Task { }) runs on after it returns"))
     #expect(
       Array(printed.prefix(greeting.count)) == greeting,
       Comment(

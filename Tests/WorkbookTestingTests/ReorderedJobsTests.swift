@@ -1,0 +1,60 @@
+import Foundation
+import Testing
+import WorkbookTesting
+
+// One at a time: a scope that ends sends on every job held, its own and the others'.
+@Suite("withPlainThreadJobsReordered", .serialized)
+struct ReorderedJobsTests {
+  /// Starts `count` tasks from a thread that runs no task, as a callback would, each
+  /// appending its number; returns once all have run.
+  private static func tasksFromAPlainThread(_ count: Int) async -> [Int] {
+    let order = Locked<[Int]>([])
+    let thread = Thread {
+      for number in 1...count {
+        Task { order.withLock { $0.append(number) } }
+      }
+    }
+    thread.start()
+    await eventually("the \(count) tasks to run") { order.value.count == count }
+    return order.value
+  }
+
+  @Test("Tasks started together on a plain thread run in the reverse order")
+  func burstRunsBackwards() async {
+    let order = await withPlainThreadJobsReordered(window: .milliseconds(50)) {
+      await Self.tasksFromAPlainThread(5)
+    }
+    #expect(order == [5, 4, 3, 2, 1])
+  }
+
+  @Test("Tasks started from a task are not held")
+  func tasksFromTasksGoAsUsual() async {
+    let started = Locked(false)
+    let clock = ContinuousClock()
+    let start = clock.now
+    await withPlainThreadJobsReordered(window: .seconds(2)) {
+      Task { started.withLock { $0 = true } }
+      await eventually("the task to run") { started.value }
+    }
+    #expect(started.value)
+    #expect(clock.now - start < .seconds(1), "a task started from a task waited the window")
+  }
+
+  @Test("Leaving sends on what is still held, in the reverse order")
+  func leavingReleasesTheRest() async {
+    let order = Locked<[Int]>([])
+    let ranInside = Locked(0)
+    await withPlainThreadJobsReordered(window: .seconds(2)) {
+      let thread = Thread {
+        for number in 1...3 { Task { order.withLock { $0.append(number) } } }
+      }
+      thread.start()
+      // Held for the whole window: none has run yet when the scope ends.
+      try? await Task.sleep(for: .milliseconds(100))
+      ranInside.withLock { $0 = order.value.count }
+    }
+    #expect(ranInside.value == 0, "held tasks ran before the window was over")
+    await eventually("the held tasks to run") { order.value.count == 3 }
+    #expect(order.value == [3, 2, 1])
+  }
+}
