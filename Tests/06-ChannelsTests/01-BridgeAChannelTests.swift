@@ -72,6 +72,16 @@ private func lossComment(_ received: [Int], of expected: [Int]) -> Comment {
     rest = rest[(index + 1)...]
     return true
   }
+  if !received.isEmpty, received.count < expected.count,
+    Array(expected.prefix(received.count)) == received
+  {
+    return Comment(
+      rawValue: "the loop got the first \(received.count) of \(expected.count) elements, and "
+        + "then the stream ended: the end came before elements the channel still held or "
+        + "had handed over. An end, or elements, passed on through a task of its own (Task { "
+        + "finish() }) run in any order, so the end can overtake them; and a loop that stops "
+        + "once the channel says it is closed leaves what is still buffered in it")
+  }
   if inOrder, received.count < expected.count {
     let missing = expected.filter { !received.contains($0) }
     return Comment(
