@@ -20,8 +20,10 @@ extension NotificationsTests {
     let stream = levelChanges(of: battery)
     // Nothing has changed yet: a level read now is the charge before any change.
     let readAtStart = battery.levelReadCount
+    let loopEnded = Locked(false)
     let consumer = Task {
       for await _ in stream { received.withLock { $0 += 1 } }
+      loopEnded.withLock { $0 = true }
     }
     defer { consumer.cancel() }
 
@@ -54,7 +56,15 @@ extension NotificationsTests {
             + "the charge before any change, read when the stream began; the stream yields "
             + "each change from now on, not the level the battery had when the loop started"
           : "\(all) changes were posted from \(posters) threads, and the stream yielded "
-            + "\(received.value) levels: each notification must yield exactly once"))
+            + "\(received.value) levels: each notification must yield exactly once"
+            + (received.value < all && loopEnded.value
+              ? "; and then the stream ended, though notifications never end by themselves: "
+                + "nothing but the listener leaving ends it"
+              : received.value < all && battery.levelReadCount - readAtStart >= all
+                ? "; your observer block ran and read the level for every one of them, and "
+                  + "not every read was yielded: each post is news, even of the level the "
+                  + "battery had before"
+                : "")))
   }
 
   @Test(
@@ -146,6 +156,13 @@ extension NotificationsTests {
           let cause = diagnosis(of: battery, seen: progress.value, wanted: levels.count)
           if cause != levelsHint { return cause }
           if battery.levelReadsOutsidePostsCount > 0 { return queueHint }
+          let (posts, reads) = (battery.postCount, battery.levelReadCount)
+          if reads < posts {
+            return "\(posts - reads) of the \(posts) changes ran no observer block: the "
+              + "observer was not there yet (added later than levelChanges(of:) returned, in "
+              + "a Task it started, say) or no longer there; add it before the stream is "
+              + "returned, and remove it only when the stream ends"
+          }
           return "the observer block must yield battery.level for every change; is a yield lost?"
         },
         on: loopThread, checksPool: false

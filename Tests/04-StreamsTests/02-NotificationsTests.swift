@@ -30,6 +30,15 @@ func diagnosis(of battery: Battery, seen: [Int], wanted: Int) -> String {
         "your observer listens to NotificationCenter.default, where this battery never posts: "
         + levelsHint
     }
+    // An observer there now runs inside this post: then it was added after the changes.
+    battery.notificationCenter.post(name: Battery.levelDidChangeNotification, object: battery)
+    if battery.levelReadCount > 0 {
+      return
+        "\(posts) changes were posted to battery.notificationCenter before your observer was "
+        + "there: it was added later than levelChanges(of:) returned (in a Task it started, "
+        + "say), so the changes made right after were lost; add the observer before the "
+        + "stream is returned"
+    }
     return
       "\(posts) changes were posted to battery.notificationCenter and no observer block ran: "
       + "observe Battery.levelDidChangeNotification there with queue: nil (a block given a "
