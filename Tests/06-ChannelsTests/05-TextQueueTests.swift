@@ -507,11 +507,21 @@ struct TextQueueTests {
     _ = await rig.workerSleeps()
 
     rig.worker.cancel()
+    // A wait on the queue's clock that goes on after the cancel was not reached by it.
+    let clock = rig.clock
+    let reached = await eventually(within: .seconds(1)) { clock.sleeperCount == 0 }
+    let hint =
+      reached
+      ? cancelledHint
+      : "run()'s task was cancelled, and the wait on the queue's clock went on as if nothing "
+        + "had happened: the cancellation never reached the code that waits. Work done in a "
+        + "task of its own (Task { }), even one whose value run() awaits, is not cancelled "
+        + "with the task that runs run(); " + cancelledHint
     let waiting = [
       try await grace.result(
-        "submit(_:) of a message waiting when run() was cancelled", hint: cancelledHint),
+        "submit(_:) of a message waiting when run() was cancelled", hint: hint),
       try await linus.result(
-        "submit(_:) of a message waiting when run() was cancelled", hint: cancelledHint),
+        "submit(_:) of a message waiting when run() was cancelled", hint: hint),
     ]
     for outcome in waiting {
       #expect(
