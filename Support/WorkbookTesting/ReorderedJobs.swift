@@ -16,7 +16,8 @@ import Synchronization
 ///
 /// Process-wide while any caller is inside: reversing jobs of independent tasks is a
 /// schedule the runtime could choose by itself, so other tests running meanwhile see only
-/// a short delay.
+/// a short delay. A burst is held for the longest window of the callers inside, and a
+/// caller that leaves sends on everything held at once (still backwards).
 public func withPlainThreadJobsReordered<T>(
   window: Duration = .milliseconds(5), _ body: () async throws -> T
 ) async rethrows -> T {
@@ -26,7 +27,7 @@ public func withPlainThreadJobsReordered<T>(
   return try await body()
 }
 
-/// The held jobs and how many callers want them reordered.
+/// The held jobs, and the windows of the callers inside.
 enum ReorderedJobs {
   private struct Held: @unchecked Sendable {  // an UnownedJob is a pointer the runtime owns
     var jobs: [UnownedJob] = []
