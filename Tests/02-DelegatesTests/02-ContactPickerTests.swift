@@ -31,10 +31,10 @@ private func cancelCause(_ controller: ContactPickerViewController) -> @Sendable
     let cause = judged()
     if !cause.isEmpty { return cause }
     if controller.cancelsHeardByTheDefault > 0 {
-      return "the user cancelled, and only the protocol's do-nothing default of "
-        + "contactPickerDidCancel(_:) heard it: it is an optional delegate method, so the "
-        + "compiler never asked you to implement it, and a method of any other signature "
-        + "(another label, say) is a new method nobody calls"
+      return "the user cancelled, and only the protocol's do-nothing default heard it: "
+        + "contactPickerDidCancel(_:) is an optional delegate method, so the compiler never "
+        + "asked you to implement it, and a method of any other signature (another label, "
+        + "say) is a new method nobody calls"
     }
     return "the user cancelled and your contactPickerDidCancel(_:) ran, but the caller was "
       + "never answered: the cancel path took no continuation, or took it and dropped it "
