@@ -74,7 +74,7 @@ enum ReorderedJobs {
   /// still the one held.
   private static func release(burst: Int? = nil) {
     let (jobs, original) = state.withLock { held -> ([UnownedJob], GlobalEnqueueHook.Original?) in
-      guard burst == nil || burst == held.released else { return ([], nil) }
+      guard !held.jobs.isEmpty, burst == nil || burst == held.released else { return ([], nil) }
       defer {
         held.jobs = []
         held.released += 1

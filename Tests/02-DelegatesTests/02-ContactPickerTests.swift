@@ -64,7 +64,7 @@ private let againHint =
 /// | path | result | stored continuation, presentations | thread, timing |
 /// | --- | --- | --- | --- |
 /// | selected (inside `present()`, soon, later) | the contact: `returnsTheSelectedContact`, `storesBeforePresenting` | stored before presenting: `storesBeforePresenting` | — |
-/// | cancelled (the optional delegate method) | nil: `returnsNilWhenCancelled` | — | answered while the picker reports: `answeredDuringTheReport` |
+/// | cancelled (the optional delegate method) | nil: `returnsNilWhenCancelled`; when it is never answered, `cancelCause` tells a cancel only the protocol's default heard (method missing or misspelled) from one the learner's method dropped | — | answered while the picker reports: `answeredDuringTheReport` |
 /// | the user walks away, the app presents again | the first caller nil, the second its pick, the picker shown for it (not refused): `presentingAgainAnswersBothCallers` | — | — |
 /// | one pick after another on one picker | each its own answer: `servesOnePickAfterAnother` | taken out when resumed: `servesOnePickAfterAnother` | — |
 /// | the same answer reported twice | one resume: `answersOnceWhenReportedTwice` | — | — |

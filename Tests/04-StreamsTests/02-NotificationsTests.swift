@@ -59,34 +59,48 @@ private func makeBattery(script: CallbackScript = .synchronously) -> Battery {
 }
 
 /// Makes a stream of `battery`'s level changes, runs `changes`, then iterates the stream until
-/// it has `count` levels and breaks out of the loop. The stream is made and released inside,
+/// it has `count` levels and breaks out of the loop. The stream is released when this returns,
 /// as in `for await level in levelChanges(of: battery) { … }`.
 private func first(
   _ count: Int, of battery: Battery, after changes: @escaping @Sendable () -> Void,
   sourceLocation: SourceLocation = #_sourceLocation
 ) async throws -> [Int] {
-  let progress = Locked<[Int]>([])
-  let levels = try await withDeadline(
-    .seconds(2), "the loop over levelChanges(of:)",
-    diagnosis: { diagnosis(of: battery, seen: progress.value, wanted: count) },
-    sourceLocation: sourceLocation
-  ) {
-    let levels = levelChanges(of: battery)
-    changes()
-    var seen: [Int] = []
-    for await level in levels {
-      seen.append(level)
-      progress.withLock { $0.append(level) }
-      if seen.count == count { break }
-    }
-    return seen
-  }
+  let levels = try await read(
+    count, from: levelChanges(of: battery), of: battery, after: changes,
+    sourceLocation: sourceLocation)
   // A read before anything was posted is the level as it was, which the test of the
   // levels themselves names; only later reads outside a post are this mistake.
   #expect(
     battery.levelReadsOutsidePostsCount - battery.levelReadsBeforeAnyPostCount == 0,
     Comment(rawValue: queueHint), sourceLocation: sourceLocation)
   return levels
+}
+
+/// The first `count` levels of `stream`, read within the deadline; `changes` runs first.
+/// `silenced` is the verdict when the loop stopped exactly where another stream ended.
+private func read(
+  _ count: Int, from stream: AsyncStream<Int>, of battery: Battery,
+  silenced: String? = nil, after changes: @Sendable () -> Void,
+  sourceLocation: SourceLocation = #_sourceLocation
+) async throws -> [Int] {
+  changes()
+  let progress = Locked<[Int]>([])
+  return try await withDeadline(
+    .seconds(2), "the loop over levelChanges(of:)",
+    diagnosis: {
+      if let silenced, progress.value == [5, 4] { return silenced }
+      return diagnosis(of: battery, seen: progress.value, wanted: count)
+    },
+    sourceLocation: sourceLocation
+  ) {
+    var seen: [Int] = []
+    for await level in stream {
+      seen.append(level)
+      progress.withLock { $0.append(level) }
+      if seen.count == count { break }
+    }
+    return seen
+  }
 }
 
 /// Changes the battery's level after a stream has ended, and says how many observer blocks
@@ -240,6 +254,10 @@ struct NotificationsTests {
     var staying: AsyncStream<Int>? = streams[0]
     streams = []
     let which = madeFirstEndsFirst ? "the stream made first" : "the stream made last"
+    let notItsOwn =
+      "the ending stream removed an observer that was not its own. Each stream removes the "
+      + "one token it added; one battery may have many listeners, so a token kept per battery "
+      + "(or anywhere shared) is overwritten by the next stream's"
 
     let fromOne = try await read(2, from: ending!, of: battery) {
       battery.simulateChanges(to: [5, 4])
@@ -255,10 +273,7 @@ struct NotificationsTests {
         Comment(
           rawValue: readsAfterOneEnded == 0
             ? "two streams listened to one battery, and when \(which) ended, the other's "
-              + "observer stopped hearing changes too: the ending stream removed an observer "
-              + "that was not its own. Each stream removes the one token it added; one "
-              + "battery may have many listeners, so a token kept per battery (or anywhere "
-              + "shared) is overwritten by the next stream's"
+              + "observer stopped hearing changes too: \(notItsOwn)"
             : "after \(which) ended, one change reached \(readsAfterOneEnded) observer "
               + "blocks, where only the other stream's should run: the ending stream's "
               + "observer was not removed"))
@@ -266,10 +281,7 @@ struct NotificationsTests {
     }
     let fromOther = try await read(
       3, from: staying!, of: battery,
-      silenced: "the other stream got 5 and 4, and nothing after \(which) ended: ending one "
-        + "stream removed an observer that was not its own. Each stream removes the one token "
-        + "it added; one battery may have many listeners, so a token kept per battery (or "
-        + "anywhere shared) is overwritten by the next stream's"
+      silenced: "the other stream got 5 and 4, and nothing after \(which) ended: \(notItsOwn)"
     ) {}
     staying = nil
     #expect(fromOther == [5, 4, 3], "ending one stream must not end the other")
@@ -282,32 +294,5 @@ struct NotificationsTests {
         rawValue: "after both streams ended, a change still ran an observer block: each "
           + "stream must remove the observer it added, however many streams listen to the "
           + "battery"))
-  }
-
-  /// The first `count` levels of `stream`, read within the deadline; `changes` runs first.
-  private func read(
-    _ count: Int, from stream: AsyncStream<Int>, of battery: Battery,
-    silenced: String? = nil, after changes: @Sendable () -> Void,
-    sourceLocation: SourceLocation = #_sourceLocation
-  ) async throws -> [Int] {
-    changes()
-    let progress = Locked<[Int]>([])
-    return try await withDeadline(
-      .seconds(2), "the loop over levelChanges(of:)",
-      diagnosis: {
-        // Stopped exactly where the other stream ended: the other's end silenced this one.
-        if let silenced, progress.value == [5, 4] { return silenced }
-        return diagnosis(of: battery, seen: progress.value, wanted: count)
-      },
-      sourceLocation: sourceLocation
-    ) {
-      var seen: [Int] = []
-      for await level in stream {
-        seen.append(level)
-        progress.withLock { $0.append(level) }
-        if seen.count == count { break }
-      }
-      return seen
-    }
   }
 }
