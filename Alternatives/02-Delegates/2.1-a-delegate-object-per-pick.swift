@@ -5,15 +5,28 @@ import Synchronization
 /// pick, instead of being the delegate and storing one continuation itself.
 final class ImagePicker: Sendable {
   private let controller: ImagePickerController
+  /// The pick whose sheet is on screen, if any. It keeps that pick alive: the controller
+  /// holds its delegate weakly.
+  private let current = Mutex<Pick?>(nil)
 
   init(controller: ImagePickerController) {
     self.controller = controller
   }
 
   func pickImage() async -> Image? {
-    // The controller holds its delegate weakly; awaiting a method of `pick` keeps it alive.
     let pick = Pick()
-    return await pick.run(on: controller)
+    return await pick.wait {
+      // The pick on screen and the delegate the controller reports to change in one
+      // step, so a pick that comes between two others sees one or the other.
+      let replaced = self.current.withLock { current in
+        defer { current = pick }
+        self.controller.delegate = pick
+        return current
+      }
+      // A replaced sheet never reports: its caller gets nil now.
+      replaced?.finish(with: nil)
+      self.controller.present()
+    }
   }
 }
 
@@ -21,13 +34,11 @@ final class ImagePicker: Sendable {
 private final class Pick: ImagePickerControllerDelegate, Sendable {
   private let waiting = Mutex<CheckedContinuation<Image?, Never>?>(nil)
 
-  func run(on controller: ImagePickerController) async -> Image? {
+  /// Stores the caller, then runs `start`: a picker may answer inside it.
+  func wait(thenStart start: () -> Void) async -> Image? {
     await withCheckedContinuation { continuation in
       waiting.withLock { $0 = continuation }
-      // A pick still on screen is about to be replaced, and a replaced sheet never reports.
-      (controller.delegate as? Pick)?.finish(with: nil)
-      controller.delegate = self
-      controller.present()
+      start()
     }
   }
 
@@ -39,6 +50,7 @@ private final class Pick: ImagePickerControllerDelegate, Sendable {
     finish(with: nil)
   }
 
+  /// Resumes the caller once: a second report finds nobody.
   func finish(with image: Image?) {
     waiting.withLock { $0.take() }?.resume(returning: image)
   }

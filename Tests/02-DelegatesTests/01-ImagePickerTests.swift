@@ -47,7 +47,7 @@ private let replacedHint =
 /// | two reports at the same moment, on two threads | — the picker reports one at a time, on one queue: a read-and-clear split in two steps can only race under threads the tests do not control (see the report of the blind exam) | | |
 /// | the delegate freed, or cleared after a pick | — the caller waits, named at every deadline from the picker's `reportsWithNoDelegate` (`pickCause`) | | |
 /// | a pick that does not present | — named at every deadline from the presentation count (`pickCause`) | | |
-/// | two picks at once | — one sheet at a time: presenting again is the walk-away path above | | |
+/// | two picks at once while a third waits | the waiting one nil, the one shown last the image, the other nil: `twoPicksAtOnceWhileOneWaits` (the third starts while the second is inside the resume of the waiting caller); two picks released together on two threads, round after round, both answered: `twoPicksAtTheSameInstant` | — | — |
 /// | cancelled task (before, during, after) | — pickImage() promises nothing for a cancelled task: the user answers or walks away | | |
 @Suite("2.1 Image picker")
 struct ImagePickerTests {
@@ -166,6 +166,125 @@ struct ImagePickerTests {
 
     #expect(second == dog, "the second sheet's answer goes to the second caller")
     #expect(first == nil, "the caller whose sheet was replaced gets nil, as if cancelled")
+  }
+
+  @Test("Two picks at once while a third waits: every caller is answered, one gets the image")
+  func twoPicksAtOnceWhileOneWaits() async throws {
+    // The first sheet is walked away from; the second and third presentations go to the two
+    // new picks, in whichever order they present, and only the last one on screen reports.
+    let controller = ImagePickerController(
+      answers: [.walkAway, .walkAway, .choose(beach)], script: .synchronously)
+    let picker = ImagePicker(controller: controller)
+    let probe = ResumeProbeExecutor()
+    let waiting = Task(executorPreference: probe) { await picker.pickImage() }
+    try #require(
+      await eventually { controller.presentationCount == 1 },
+      "pickImage() did not present the picker")
+
+    // The second pick answers the waiting caller nil. While it is inside that resume, the
+    // third pick starts and runs until it has shown the picker (a second at most): a second
+    // pick that took the waiting caller out in one step and stores its own in a later one
+    // is caught between the two, every run.
+    let third = Locked<Task<Image?, Never>?>(nil)
+    probe.onNextResume {
+      let presented = controller.presentationCount
+      // On a thread of its own, as the second: a pick that waits for a lock the second
+      // holds blocks no thread of the pool.
+      let task = Task(executorPreference: OneThreadExecutor()) { await picker.pickImage() }
+      third.withLock { $0 = task }
+      _ = waitOnThisThread(upTo: .seconds(1)) { controller.presentationCount > presented }
+    }
+    let second = Task(executorPreference: OneThreadExecutor()) { await picker.pickImage() }
+
+    // What other tests name on their own, said here without waiting for a deadline.
+    guard await eventually({ probe.probesFired == 1 }) else {
+      Issue.record(
+        Comment(
+          rawValue: "a new pick came while a caller waited, and that caller was not answered: "
+            + pickCause(controller, presented: 1, replacedHint)()))
+      return
+    }
+    guard await eventually({ controller.presentationCount == 3 }) else {
+      Issue.record(
+        """
+        two picks came at once while a third caller waited, and the picker was shown \
+        \(controller.presentationCount - 1) times for them, not twice: each pick shows it
+        """)
+      return
+    }
+    let answers = try await withDeadline(
+      .seconds(3), "three pickImage() calls, two of them at once",
+      likelyCause: {
+        "the second pick found the waiting caller and answered it, and only in a later step "
+          + "made its own the one a report reaches (stored its continuation, or set the "
+          + "delegate); in between, a third pick did the same, and the later step undid it: "
+          + "that caller waits for good. Taking the old caller out and putting the new one "
+          + "in must be one step, so that whoever comes between sees one or the other"
+      }
+    ) {
+      // The probe started the third pick before the waiting caller could go on.
+      let first = await waiting.value
+      return [first, await second.value, await third.value?.value]
+    }
+    #expect(answers[0] == nil, "the caller whose sheet was replaced gets nil, as if cancelled")
+    #expect(
+      answers.filter { $0 == beach }.count == 1 && answers.filter { $0 == nil }.count == 2,
+      """
+      of two picks at once, the one whose sheet was on screen last gets the image and the \
+      other nil, as a replaced sheet's caller; they got \(answers.map { $0?.name ?? "nil" })
+      """)
+  }
+
+  @Test("Two picks released at the same instant, round after round: both callers are answered")
+  func twoPicksAtTheSameInstant() async throws {
+    // Each round, two picks start on two threads released together, each after a random
+    // few hundred nanoseconds, so that one comes between the other's look at the stored
+    // caller and its store, whenever those are two steps. Both sheets are walked away
+    // from; a third pick then replaces the one on screen and is cancelled, so that both
+    // racers must have been answered nil.
+    let budget = stressAmount(grading: Duration.milliseconds(300), verify: .seconds(2))
+    let (left, right) = (OneThreadExecutor(), OneThreadExecutor())
+    try await withOneStressAtATime {
+      let clock = ContinuousClock()
+      let start = clock.now
+      while clock.now - start < budget {
+        let controller = ImagePickerController(
+          answers: [.walkAway, .walkAway, .cancel], script: .synchronously)
+        let picker = ImagePicker(controller: controller)
+        let line = StartLine(parties: 2)
+        let racers = [left, right].map { executor in
+          Task(executorPreference: executor) { () -> Image? in
+            line.go(jitter: 0...600)
+            return await picker.pickImage()
+          }
+        }
+        try #require(
+          await eventually { controller.presentationCount == 2 },
+          "two picks at once did not both present the picker")
+        let answers = try await withDeadline(
+          .seconds(2), "two pickImage() calls made at the same instant, then a third",
+          likelyCause: {
+            "two picks started at the same instant and both presented, then a third pick "
+              + "replaced the sheet on screen, and one of the first two callers was never "
+              + "answered: both picks looked at the stored caller before either had stored "
+              + "its own, so each found the slot empty, and the later store overwrote the "
+              + "earlier one. Taking the old caller out and putting the new one in must be "
+              + "one step"
+          }
+        ) {
+          let last = await picker.pickImage()
+          return [await racers[0].value, await racers[1].value, last]
+        }
+        guard answers.allSatisfy({ $0 == nil }) else {
+          Issue.record(
+            """
+            two picks at once whose sheets were walked away from, then a third that was \
+            cancelled, must all get nil; they got \(answers.map { $0?.name ?? "nil" })
+            """)
+          return
+        }
+      }
+    }
   }
 
   /// The tests in which a later report can reach an earlier continuation. A wrong answer

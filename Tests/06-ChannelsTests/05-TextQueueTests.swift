@@ -194,7 +194,7 @@ private let cancelledHint =
 /// | 100 messages | each its own receipt: `sendsAHundredInOrder` | all, once each, in submission order: `sendsAHundredInOrder` | — | — |
 /// | a send slower than the interval | — | the next one at once: `slowSendIsFollowedAtOnce` | — | — |
 /// | a quiet spell, then two messages | — | the first at once, the second one interval later, no burst: `noBurstAfterAQuietSpell` | — | — |
-/// | submitters at once on a nearly full queue | — never more than `capacity` waiting; a check and a count made in two locked steps is not caught: only threads interleaving between the learner's two statements would show it, and nothing the tests run sits between them | | | |
+/// | submitters at once on a nearly full queue | one waits, one `.full`: `twoAtOnceForTheLastPlace` (two threads released together, round after round, so that a check and a count in two locked steps lets both in) | — | — | two threads of their own, not the pool |
 /// | a send that takes 2.5 s | its receipt: `slowSend` | — | — | nothing blocks a thread meanwhile: `slowSend` |
 /// | the queue is full | `.full` at once, the waiting ones kept: `fullQueueRefusesTheNewcomer` | the refused one never: `fullQueueRefusesTheNewcomer` | — | — |
 /// | a send fails | its own error only: `failedSendFailsOnlyItsMessage` | the next one still sent: `failedSendFailsOnlyItsMessage` | goes on | — |
@@ -423,6 +423,64 @@ struct TextQueueTests {
     #expect(
       rig.gateway.sent == ["ada", "grace", "linus"],
       "the messages that fitted must still be sent, in order, and the refused one never")
+  }
+
+  @Test("Two submitters arriving at the same instant on a queue with room for one: one is refused")
+  func twoAtOnceForTheLastPlace() async throws {
+    // Each round, a queue of capacity 1 is sending one message (the gateway holds it), so
+    // one place is free; two submitters on two threads, released together, each after a
+    // random few hundred nanoseconds, ask for it. Whatever the interleaving, one must wait
+    // and the other be refused: a check of the room and its taking made in two steps lets
+    // both in, whenever one comes between the other's two.
+    let budget = stressAmount(grading: Duration.milliseconds(300), verify: .seconds(2))
+    let (left, right) = (OneThreadExecutor(), OneThreadExecutor())
+    try await withOneStressAtATime {
+      let clock = ContinuousClock()
+      let start = clock.now
+      while clock.now - start < budget {
+        let rig = Rig(capacity: 1, holding: ["ada"])
+        defer { rig.tearDown() }
+        _ = await rig.submit("ada")
+        try #require(await rig.sends(1), "run() did not start sending the first message")
+        let queue = rig.queue
+        let line = StartLine(parties: 2)
+        let submitters = zip([left, right], ["grace", "linus"]).map { executor, to in
+          Task(executorPreference: executor) {
+            line.go(jitter: 0...600)
+            return await Result { try await queue.submit(text(to)) }
+          }
+        }
+        let finished = Locked<[Result<Receipt, any Error>]>([])
+        for submitter in submitters {
+          Task {
+            let result = await submitter.value
+            finished.withLock { $0.append(result) }
+          }
+        }
+        let oneRefused = await eventually(within: .seconds(2)) { !finished.value.isEmpty }
+        guard oneRefused else {
+          Issue.record(
+            """
+            a queue of capacity 1 was sending one message and had one place free; two \
+            submitters asked for it at the same instant, and both were let in, so two \
+            messages waited where one fits: each looked at the room left before the other \
+            had taken it. The look and the taking must be one step, so that of two \
+            submitters arriving together exactly one finds the place free
+            """)
+          return
+        }
+        let refused = finished.value[0]
+        guard case .failure(let error) = refused, error as? TextQueueError == .full else {
+          Issue.record(
+            """
+            of two submitters asking at once for the one free place, one must wait and the \
+            other be refused with TextQueueError.full; one ended with \(refused) while ada's \
+            send was still held
+            """)
+          return
+        }
+      }
+    }
   }
 
   @Test("A failed send fails only its own message")
