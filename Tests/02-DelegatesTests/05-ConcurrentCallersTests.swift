@@ -1,5 +1,6 @@
 import Dispatch
 import LegacyKit
+import Synchronization
 import Testing
 import WorkbookTesting
 
@@ -51,6 +52,49 @@ private func codes(_ results: [Result<String, any Error>]) -> [String?] {
   results.map { try? $0.get() }
 }
 
+/// The scanner's reports, held until the test lets them go and then told in order on a
+/// queue of their own; once let go, later reports go straight to that queue.
+private final class HeldReports: Sendable {
+  private let state = Mutex<(released: Bool, held: [@Sendable () -> Void])>((false, []))
+  private let queue = DispatchQueue(label: "workbook.held-scanner-reports")
+
+  var script: CallbackScript {
+    CallbackScript(
+      timing: .scheduled(
+        CallbackScheduler(name: "the scanner's held reports") { [self] work in hold(work) }))
+  }
+
+  /// How many reports are held now.
+  var heldCount: Int { state.withLock { $0.held.count } }
+
+  /// Lets the held reports go, each through `deliver` (the queue of these reports unless
+  /// told otherwise).
+  func release(through deliver: ((@escaping @Sendable () -> Void) -> Void)? = nil) {
+    let held = state.withLock { state in
+      state.released = true
+      defer { state.held = [] }
+      return state.held
+    }
+    for work in held {
+      if let deliver { deliver(work) } else { queue.async(execute: work) }
+    }
+  }
+
+  private func hold(_ work: @escaping @Sendable () -> Void) {
+    let goesNow = state.withLock { state in
+      if !state.released { state.held.append(work) }
+      return state.released
+    }
+    if goesNow { queue.async(execute: work) }
+  }
+}
+
+/// True once `executor` has run more than `jobs` jobs and is idle: a task started there has
+/// gone as far as it can (suspended, or returned).
+private func settled(_ executor: OneThreadExecutor, after jobs: Int) -> Bool {
+  executor.jobsRun > jobs && executor.currentJobAge == nil
+}
+
 /// The contract of `SharedBarcodeScanner.scan()`: each path, what the callers and the scanner
 /// see, and the test that checks it (— where a column does not apply, and why).
 ///
@@ -63,7 +107,9 @@ private func codes(_ results: [Result<String, any Error>]) -> [String?] {
 /// | callers after a shared scan ended | a new shared scan: `laterCallersShareANewScan` | — | — |
 /// | the same scan reported twice | one resume each: `answersOnceWhenReportedTwice` | — | — |
 /// | two callers deciding from the scanner's own state at the same moment | one scan, its code to both: `callersDecidingTogetherShareOneScan` (the scanner holds a reader of `isScanning` until the second one reads) | never busy: `callersDecidingTogetherShareOneScan` | — |
-/// | two callers in the same nanoseconds, a caller joining between the take and the clear | — only thread interleaving reaches a gap between two steps of the learner's own lock, with no call into the scanner or the runtime between them: the many-callers tests race them, but cannot catch it every run | | |
+/// | two callers in the same nanoseconds | one scan, its code to both: `callersAtTheSameInstantShareOneScan` (two threads released together, round after round) | one start: `callersAtTheSameInstantShareOneScan` | — |
+/// | a caller joining while the report answers the others | a scan of its own: `callerArrivingDuringTheReport` (it asks while the report is inside its first resume) | a second start: `callerArrivingDuringTheReport` | — |
+/// | a caller joining at the instant the report comes | answered, by that scan or a new one: `callerAtTheInstantOfTheReport` (report and caller released together, round after round) | — | — |
 /// | cancelled task (before, during, after) | — scan() promises nothing for a cancelled task: the scanner always reports | | |
 @Suite("2.5 Concurrent callers")
 struct ConcurrentCallersTests {
@@ -164,6 +210,157 @@ struct ConcurrentCallersTests {
     #expect(
       codes(results) == Array(repeating: ean, count: callers),
       "scan() must return the code the scanner read")
+  }
+
+  @Test("Two callers released at the same instant, round after round, share one scan")
+  func callersAtTheSameInstantShareOneScan() async throws {
+    // Each round, two callers on two threads released together, each after a random few
+    // hundred nanoseconds, so that one comes between the other's look at the waiting
+    // callers and its joining them, whenever those are two steps. The scan's report is held
+    // until both have gone as far as they can.
+    let budget = stressAmount(grading: Duration.milliseconds(300), verify: .seconds(2))
+    let (left, right) = (OneThreadExecutor(), OneThreadExecutor())
+    try await withOneStressAtATime {
+      let clock = ContinuousClock()
+      let start = clock.now
+      while clock.now - start < budget {
+        let reports = HeldReports()
+        let scanner = BarcodeScanner(scans: [.code(ean), .code(isbn)], script: reports.script)
+        let shared = SharedBarcodeScanner(scanner: scanner)
+        let line = StartLine(parties: 2)
+        let jobs = (left.jobsRun, right.jobsRun)
+        let callers = [left, right].map { executor in
+          Task(executorPreference: executor) { () throws -> String in
+            line.go(jitter: 0...600)
+            return try await shared.scan()
+          }
+        }
+        _ = await eventually { settled(left, after: jobs.0) && settled(right, after: jobs.1) }
+        reports.release()
+        var results: [Result<String, any Error>] = []
+        for caller in callers {
+          results.append(
+            try await withDeadline(
+              .seconds(2), "scan() of two callers released at the same instant", hint: scanHint
+            ) {
+              await caller.result
+            })
+        }
+        guard scanner.startCount == 1, codes(results) == [ean, ean] else {
+          Issue.record(
+            """
+            two callers who asked at the same instant got \(codes(results).map { $0 ?? "an error" }) and the scanner \
+            was started \(scanner.startCount) times: each looked at the waiting callers \
+            before the other had joined them, so both thought they were first. Joining and \
+            finding out whether you are first must be one step
+            """)
+          return
+        }
+      }
+    }
+  }
+
+  @Test("A caller who asks while the report answers the others gets a scan of its own")
+  func callerArrivingDuringTheReport() async throws {
+    let reports = HeldReports()
+    let scanner = BarcodeScanner(scans: [.code(ean), .code(isbn)], script: reports.script)
+    let shared = SharedBarcodeScanner(scanner: scanner)
+    let probe = ResumeProbeExecutor()
+    let first = Task(executorPreference: probe) { try await shared.scan() }
+    try #require(
+      await eventually { scanner.startCount == 1 }, "scan() did not start the scanner")
+
+    // While the report is inside its resume of the first caller, a second caller asks, and
+    // goes as far as it can (a scan of its own, within half a second): a report that
+    // answers the callers it read and empties the list in a later step is caught between.
+    let second = Locked<Task<String, any Error>?>(nil)
+    probe.onNextResume {
+      let task = Task(executorPreference: OneThreadExecutor()) { try await shared.scan() }
+      second.withLock { $0 = task }
+      _ = waitOnThisThread(upTo: .milliseconds(500)) { scanner.startCount == 2 }
+    }
+    reports.release()
+
+    let answers = try await withDeadline(
+      .seconds(3), "scan() of a caller who asked while the report answered the first",
+      likelyCause: {
+        guard probe.probesFired == 1 else { return scanHint }
+        return "the report answered the callers it had found, and emptied the list of "
+          + "waiting callers in a later step; a caller who asked in between joined the list "
+          + "and, finding a scan running, waited for it, and was then cleared away with the "
+          + "others without an answer. Taking the callers out must leave the list empty in "
+          + "the same step"
+      }
+    ) {
+      let code = try await first.value
+      return [code, try await second.value?.value]
+    }
+    #expect(
+      answers == [ean, isbn],
+      """
+      a caller who asked after the scan had ended (while its report was answering the \
+      others) must get a new scan; the callers got \(answers.map { $0 ?? "nil" })
+      """)
+  }
+
+  @Test("A caller who asks at the instant the report comes, round after round, is answered")
+  func callerAtTheInstantOfTheReport() async throws {
+    // Each round, one caller waits for a scan; its report and a second caller are released
+    // together on two threads, each after a random offset, so that the caller comes
+    // between the report's look at the waiting callers and the emptying of the list,
+    // whenever those are two steps. The report has more to do before it looks than the
+    // caller before it joins, so the offsets spread wider than two callers' do. Either way
+    // the caller must be answered: by this scan if it joined in time, or by a new one.
+    let budget = stressAmount(grading: Duration.milliseconds(300), verify: .seconds(2))
+    let (left, right) = (OneThreadExecutor(), OneThreadExecutor())
+    try await withOneStressAtATime {
+      let clock = ContinuousClock()
+      let start = clock.now
+      while clock.now - start < budget {
+        let codes = try await withDeadline(
+          .seconds(5), "scan() of a caller who asked at the instant the report came, 50 rounds",
+          likelyCause: {
+            "a caller who asked at the instant the scan's report came was never answered: it "
+              + "joined the waiting callers as the report took them, and no scan was started "
+              + "for it. Something was decided in one step and acted on in another: the report "
+              + "looked at the waiting callers and emptied the list in two steps, or the caller "
+              + "looked whether it was first and joined the list in two. Each must be one step"
+          }
+        ) {
+          var codes: [[String]] = []
+          for _ in 0..<50 {
+            let reports = HeldReports()
+            let scanner = BarcodeScanner(scans: [.code(ean), .code(isbn)], script: reports.script)
+            let shared = SharedBarcodeScanner(scanner: scanner)
+            let line = StartLine(parties: 2)
+            // The second caller starts once the report of the first caller's scan is held (an
+            // actor or a task of its own may take a moment to start the scan).
+            let first = Task { try await shared.scan() }
+            let second = Task(executorPreference: left) { () throws -> String in
+              _ = waitOnThisThread(upTo: .seconds(2)) { reports.heldCount >= 1 }
+              reports.release { report in
+                right.schedule {
+                  line.go(jitter: 0...3_000)
+                  report()
+                }
+              }
+              line.go(jitter: 0...3_000)
+              return try await shared.scan()
+            }
+            codes.append([try await first.value, try await second.value])
+          }
+          return codes
+        }
+        let wrong = codes.first { $0[0] != ean || ($0[1] != ean && $0[1] != isbn) }
+        guard let wrong else { continue }
+        Issue.record(
+          """
+          a caller who asked at the instant the report came must get that scan's code or a \
+          new scan's; the callers got \(wrong)
+          """)
+        return
+      }
+    }
   }
 
   @Test("A failed scan throws its error to every caller who was waiting for it")
