@@ -57,6 +57,27 @@ public func withOneStressAtATime<T>(_ body: () async throws -> T) async throws -
   }
 }
 
+/// Races two threads of their own, round after round, for as long as the stress amount
+/// says (`grading` in a learner's check, `verify` in the long form), one stress at a time;
+/// stops early when `round` returns false, having recorded what it found.
+///
+/// Each round typically makes fresh objects, starts two parties on `left` and `right`
+/// behind a ``StartLine``, and checks what they saw.
+public func raceRounds(
+  grading: Duration = .milliseconds(300), verify: Duration = .seconds(2),
+  _ round: (_ left: OneThreadExecutor, _ right: OneThreadExecutor) async throws -> Bool
+) async throws {
+  let budget = stressAmount(grading: grading, verify: verify)
+  let (left, right) = (OneThreadExecutor(), OneThreadExecutor())
+  try await withOneStressAtATime {
+    let clock = ContinuousClock()
+    let start = clock.now
+    while clock.now - start < budget {
+      guard try await round(left, right) else { return }
+    }
+  }
+}
+
 /// The queue of stress tests waiting for their turn.
 private actor StressLane {
   static let shared = StressLane()

@@ -242,48 +242,43 @@ struct ImagePickerTests {
     // caller and its store, whenever those are two steps. Both sheets are walked away
     // from; a third pick then replaces the one on screen and is cancelled, so that both
     // racers must have been answered nil.
-    let budget = stressAmount(grading: Duration.milliseconds(300), verify: .seconds(2))
-    let (left, right) = (OneThreadExecutor(), OneThreadExecutor())
-    try await withOneStressAtATime {
-      let clock = ContinuousClock()
-      let start = clock.now
-      while clock.now - start < budget {
-        let controller = ImagePickerController(
-          answers: [.walkAway, .walkAway, .cancel], script: .synchronously)
-        let picker = ImagePicker(controller: controller)
-        let line = StartLine(parties: 2)
-        let racers = [left, right].map { executor in
-          Task(executorPreference: executor) { () -> Image? in
-            line.go(jitter: 0...600)
-            return await picker.pickImage()
-          }
-        }
-        try #require(
-          await eventually { controller.presentationCount == 2 },
-          "two picks at once did not both present the picker")
-        let answers = try await withDeadline(
-          .seconds(2), "two pickImage() calls made at the same instant, then a third",
-          likelyCause: {
-            "two picks started at the same instant and both presented, then a third pick "
-              + "replaced the sheet on screen, and one of the first two callers was never "
-              + "answered: both picks looked at the stored caller before either had stored "
-              + "its own, so each found the slot empty, and the later store overwrote the "
-              + "earlier one. Taking the old caller out and putting the new one in must be "
-              + "one step"
-          }
-        ) {
-          let last = await picker.pickImage()
-          return [await racers[0].value, await racers[1].value, last]
-        }
-        guard answers.allSatisfy({ $0 == nil }) else {
-          Issue.record(
-            """
-            two picks at once whose sheets were walked away from, then a third that was \
-            cancelled, must all get nil; they got \(answers.map { $0?.name ?? "nil" })
-            """)
-          return
+    try await raceRounds { left, right in
+      let controller = ImagePickerController(
+        answers: [.walkAway, .walkAway, .cancel], script: .synchronously)
+      let picker = ImagePicker(controller: controller)
+      let line = StartLine(parties: 2)
+      let racers = [left, right].map { executor in
+        Task(executorPreference: executor) { () -> Image? in
+          line.go(jitter: 0...600)
+          return await picker.pickImage()
         }
       }
+      try #require(
+        await eventually { controller.presentationCount == 2 },
+        "two picks at once did not both present the picker")
+      let answers = try await withDeadline(
+        .seconds(2), "two pickImage() calls made at the same instant, then a third",
+        likelyCause: {
+          "two picks started at the same instant and both presented, then a third pick "
+            + "replaced the sheet on screen, and one of the first two callers was never "
+            + "answered: both picks looked at the stored caller before either had stored "
+            + "its own, so each found the slot empty, and the later store overwrote the "
+            + "earlier one. Taking the old caller out and putting the new one in must be "
+            + "one step"
+        }
+      ) {
+        let last = await picker.pickImage()
+        return [await racers[0].value, await racers[1].value, last]
+      }
+      guard answers.allSatisfy({ $0 == nil }) else {
+        Issue.record(
+          """
+          two picks at once whose sheets were walked away from, then a third that was \
+          cancelled, must all get nil; they got \(answers.map { $0?.name ?? "nil" })
+          """)
+        return false
+      }
+      return true
     }
   }
 

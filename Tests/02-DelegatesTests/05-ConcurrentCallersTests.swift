@@ -218,45 +218,40 @@ struct ConcurrentCallersTests {
     // hundred nanoseconds, so that one comes between the other's look at the waiting
     // callers and its joining them, whenever those are two steps. The scan's report is held
     // until both have gone as far as they can.
-    let budget = stressAmount(grading: Duration.milliseconds(300), verify: .seconds(2))
-    let (left, right) = (OneThreadExecutor(), OneThreadExecutor())
-    try await withOneStressAtATime {
-      let clock = ContinuousClock()
-      let start = clock.now
-      while clock.now - start < budget {
-        let reports = HeldReports()
-        let scanner = BarcodeScanner(scans: [.code(ean), .code(isbn)], script: reports.script)
-        let shared = SharedBarcodeScanner(scanner: scanner)
-        let line = StartLine(parties: 2)
-        let jobs = (left.jobsRun, right.jobsRun)
-        let callers = [left, right].map { executor in
-          Task(executorPreference: executor) { () throws -> String in
-            line.go(jitter: 0...600)
-            return try await shared.scan()
-          }
-        }
-        _ = await eventually { settled(left, after: jobs.0) && settled(right, after: jobs.1) }
-        reports.release()
-        var results: [Result<String, any Error>] = []
-        for caller in callers {
-          results.append(
-            try await withDeadline(
-              .seconds(2), "scan() of two callers released at the same instant", hint: scanHint
-            ) {
-              await caller.result
-            })
-        }
-        guard scanner.startCount == 1, codes(results) == [ean, ean] else {
-          Issue.record(
-            """
-            two callers who asked at the same instant got \(codes(results).map { $0 ?? "an error" }) and the scanner \
-            was started \(scanner.startCount) times: each looked at the waiting callers \
-            before the other had joined them, so both thought they were first. Joining and \
-            finding out whether you are first must be one step
-            """)
-          return
+    try await raceRounds { left, right in
+      let reports = HeldReports()
+      let scanner = BarcodeScanner(scans: [.code(ean), .code(isbn)], script: reports.script)
+      let shared = SharedBarcodeScanner(scanner: scanner)
+      let line = StartLine(parties: 2)
+      let jobs = (left.jobsRun, right.jobsRun)
+      let callers = [left, right].map { executor in
+        Task(executorPreference: executor) { () throws -> String in
+          line.go(jitter: 0...600)
+          return try await shared.scan()
         }
       }
+      _ = await eventually { settled(left, after: jobs.0) && settled(right, after: jobs.1) }
+      reports.release()
+      var results: [Result<String, any Error>] = []
+      for caller in callers {
+        results.append(
+          try await withDeadline(
+            .seconds(2), "scan() of two callers released at the same instant", hint: scanHint
+          ) {
+            await caller.result
+          })
+      }
+      guard scanner.startCount == 1, codes(results) == [ean, ean] else {
+        Issue.record(
+          """
+          two callers who asked at the same instant got \(codes(results).map { $0 ?? "an error" }) and the scanner \
+          was started \(scanner.startCount) times: each looked at the waiting callers \
+          before the other had joined them, so both thought they were first. Joining and \
+          finding out whether you are first must be one step
+          """)
+        return false
+      }
+      return true
     }
   }
 
@@ -311,55 +306,49 @@ struct ConcurrentCallersTests {
     // whenever those are two steps. The report has more to do before it looks than the
     // caller before it joins, so the offsets spread wider than two callers' do. Either way
     // the caller must be answered: by this scan if it joined in time, or by a new one.
-    let budget = stressAmount(grading: Duration.milliseconds(300), verify: .seconds(2))
-    let (left, right) = (OneThreadExecutor(), OneThreadExecutor())
-    try await withOneStressAtATime {
-      let clock = ContinuousClock()
-      let start = clock.now
-      while clock.now - start < budget {
-        let codes = try await withDeadline(
-          .seconds(5), "scan() of a caller who asked at the instant the report came, 50 rounds",
-          likelyCause: {
-            "a caller who asked at the instant the scan's report came was never answered: it "
-              + "joined the waiting callers as the report took them, and no scan was started "
-              + "for it. Something was decided in one step and acted on in another: the report "
-              + "looked at the waiting callers and emptied the list in two steps, or the caller "
-              + "looked whether it was first and joined the list in two. Each must be one step"
-          }
-        ) {
-          var codes: [[String]] = []
-          for _ in 0..<50 {
-            let reports = HeldReports()
-            let scanner = BarcodeScanner(scans: [.code(ean), .code(isbn)], script: reports.script)
-            let shared = SharedBarcodeScanner(scanner: scanner)
-            let line = StartLine(parties: 2)
-            // The second caller starts once the report of the first caller's scan is held (an
-            // actor or a task of its own may take a moment to start the scan).
-            let first = Task { try await shared.scan() }
-            let second = Task(executorPreference: left) { () throws -> String in
-              _ = waitOnThisThread(upTo: .seconds(2)) { reports.heldCount >= 1 }
-              reports.release { report in
-                right.schedule {
-                  line.go(jitter: 0...3_000)
-                  report()
-                }
-              }
-              line.go(jitter: 0...3_000)
-              return try await shared.scan()
-            }
-            codes.append([try await first.value, try await second.value])
-          }
-          return codes
+    try await raceRounds { left, right in
+      let codes = try await withDeadline(
+        .seconds(5), "scan() of a caller who asked at the instant the report came, 50 rounds",
+        likelyCause: {
+          "a caller who asked at the instant the scan's report came was never answered: it "
+            + "joined the waiting callers as the report took them, and no scan was started "
+            + "for it. Something was decided in one step and acted on in another: the report "
+            + "looked at the waiting callers and emptied the list in two steps, or the caller "
+            + "looked whether it was first and joined the list in two. Each must be one step"
         }
-        let wrong = codes.first { $0[0] != ean || ($0[1] != ean && $0[1] != isbn) }
-        guard let wrong else { continue }
-        Issue.record(
-          """
-          a caller who asked at the instant the report came must get that scan's code or a \
-          new scan's; the callers got \(wrong)
-          """)
-        return
+      ) {
+        var codes: [[String]] = []
+        for _ in 0..<50 {
+          let reports = HeldReports()
+          let scanner = BarcodeScanner(scans: [.code(ean), .code(isbn)], script: reports.script)
+          let shared = SharedBarcodeScanner(scanner: scanner)
+          let line = StartLine(parties: 2)
+          // The second caller starts once the report of the first caller's scan is held (an
+          // actor or a task of its own may take a moment to start the scan).
+          let first = Task { try await shared.scan() }
+          let second = Task(executorPreference: left) { () throws -> String in
+            _ = waitOnThisThread(upTo: .seconds(2)) { reports.heldCount >= 1 }
+            reports.release { report in
+              right.schedule {
+                line.go(jitter: 0...3_000)
+                report()
+              }
+            }
+            line.go(jitter: 0...3_000)
+            return try await shared.scan()
+          }
+          codes.append([try await first.value, try await second.value])
+        }
+        return codes
       }
+      let wrong = codes.first { $0[0] != ean || ($0[1] != ean && $0[1] != isbn) }
+      guard let wrong else { return true }
+      Issue.record(
+        """
+        a caller who asked at the instant the report came must get that scan's code or a \
+        new scan's; the callers got \(wrong)
+        """)
+      return false
     }
   }
 

@@ -432,54 +432,49 @@ struct TextQueueTests {
     // random few hundred nanoseconds, ask for it. Whatever the interleaving, one must wait
     // and the other be refused: a check of the room and its taking made in two steps lets
     // both in, whenever one comes between the other's two.
-    let budget = stressAmount(grading: Duration.milliseconds(300), verify: .seconds(2))
-    let (left, right) = (OneThreadExecutor(), OneThreadExecutor())
-    try await withOneStressAtATime {
-      let clock = ContinuousClock()
-      let start = clock.now
-      while clock.now - start < budget {
-        let rig = Rig(capacity: 1, holding: ["ada"])
-        defer { rig.tearDown() }
-        _ = await rig.submit("ada")
-        try #require(await rig.sends(1), "run() did not start sending the first message")
-        let queue = rig.queue
-        let line = StartLine(parties: 2)
-        let submitters = zip([left, right], ["grace", "linus"]).map { executor, to in
-          Task(executorPreference: executor) {
-            line.go(jitter: 0...600)
-            return await Result { try await queue.submit(text(to)) }
-          }
-        }
-        let finished = Locked<[Result<Receipt, any Error>]>([])
-        for submitter in submitters {
-          Task {
-            let result = await submitter.value
-            finished.withLock { $0.append(result) }
-          }
-        }
-        let oneRefused = await eventually(within: .seconds(2)) { !finished.value.isEmpty }
-        guard oneRefused else {
-          Issue.record(
-            """
-            a queue of capacity 1 was sending one message and had one place free; two \
-            submitters asked for it at the same instant, and both were let in, so two \
-            messages waited where one fits: each looked at the room left before the other \
-            had taken it. The look and the taking must be one step, so that of two \
-            submitters arriving together exactly one finds the place free
-            """)
-          return
-        }
-        let refused = finished.value[0]
-        guard case .failure(let error) = refused, error as? TextQueueError == .full else {
-          Issue.record(
-            """
-            of two submitters asking at once for the one free place, one must wait and the \
-            other be refused with TextQueueError.full; one ended with \(refused) while ada's \
-            send was still held
-            """)
-          return
+    try await raceRounds { left, right in
+      let rig = Rig(capacity: 1, holding: ["ada"])
+      defer { rig.tearDown() }
+      _ = await rig.submit("ada")
+      try #require(await rig.sends(1), "run() did not start sending the first message")
+      let queue = rig.queue
+      let line = StartLine(parties: 2)
+      let submitters = zip([left, right], ["grace", "linus"]).map { executor, to in
+        Task(executorPreference: executor) {
+          line.go(jitter: 0...600)
+          return await Result { try await queue.submit(text(to)) }
         }
       }
+      let finished = Locked<[Result<Receipt, any Error>]>([])
+      for submitter in submitters {
+        Task {
+          let result = await submitter.value
+          finished.withLock { $0.append(result) }
+        }
+      }
+      let oneRefused = await eventually(within: .seconds(2)) { !finished.value.isEmpty }
+      guard oneRefused else {
+        Issue.record(
+          """
+          a queue of capacity 1 was sending one message and had one place free; two \
+          submitters asked for it at the same instant, and both were let in, so two \
+          messages waited where one fits: each looked at the room left before the other \
+          had taken it. The look and the taking must be one step, so that of two \
+          submitters arriving together exactly one finds the place free
+          """)
+        return false
+      }
+      let refused = finished.value[0]
+      guard case .failure(let error) = refused, error as? TextQueueError == .full else {
+        Issue.record(
+          """
+          of two submitters asking at once for the one free place, one must wait and the \
+          other be refused with TextQueueError.full; one ended with \(refused) while ada's \
+          send was still held
+          """)
+        return false
+      }
+      return true
     }
   }
 
