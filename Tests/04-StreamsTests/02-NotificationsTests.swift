@@ -85,6 +85,9 @@ private func read(
 ) async throws -> [Int] {
   changes()
   let progress = Locked<[Int]>([])
+  // Handed to the loop, not captured by it: the deadline may keep its closure a while after
+  // the loop ends, and the stream must end (and remove its observer) when the loop does.
+  let handOver = Locked<AsyncStream<Int>?>(stream)
   return try await withDeadline(
     .seconds(2), "the loop over levelChanges(of:)",
     diagnosis: {
@@ -93,6 +96,7 @@ private func read(
     },
     sourceLocation: sourceLocation
   ) {
+    guard let stream = handOver.withLock({ $0.take() }) else { return [] }
     var seen: [Int] = []
     for await level in stream {
       seen.append(level)
