@@ -43,6 +43,7 @@ private let replacedHint =
 /// | cancelled | nil, not a placeholder: `returnsNilWhenCancelled` | — | — |
 /// | the user walks away, the app presents again | the first caller nil, the second its pick, the picker shown for it (not refused): `presentingAgainAnswersBothCallers` | — | — |
 /// | pick, cancel, pick on one picker | each its own answer: `servesOnePickAfterAnother` | taken out when resumed: `servesOnePickAfterAnother` | — |
+/// | a pick made while the report answers the one before | nil when its sheet is replaced: `pickMadeWhileTheReportAnswers` (it starts inside the report's resume) | the report's take leaves it stored: `pickMadeWhileTheReportAnswers` | — |
 /// | the same answer reported twice | one resume: `answersOnceWhenReportedTwice` | — | — |
 /// | two reports at the same moment, on two threads | — the picker reports one at a time, on one queue: a read-and-clear split in two steps can only race under threads the tests do not control (see the report of the blind exam) | | |
 /// | the delegate freed, or cleared after a pick | — the caller waits, named at every deadline from the picker's `reportsWithNoDelegate` (`pickCause`) | | |
@@ -261,10 +262,12 @@ struct ImagePickerTests {
         likelyCause: {
           "two picks started at the same instant and both presented, then a third pick "
             + "replaced the sheet on screen, and one of the first two callers was never "
-            + "answered: both picks looked at the stored caller before either had stored "
-            + "its own, so each found the slot empty, and the later store overwrote the "
-            + "earlier one. Taking the old caller out and putting the new one in must be "
-            + "one step"
+            + "answered: a stored caller was overwritten. Either both picks looked at the "
+            + "stored caller before either had stored its own, so each found the slot "
+            + "empty, and the later store overwrote the earlier one; or a pick decided from "
+            + "the picker's state (isPresented, say), which knows nothing of a caller "
+            + "stored but not shown yet. Taking the old caller out and putting the new one "
+            + "in must be one step, decided from the stored caller alone"
         }
       ) {
         let last = await picker.pickImage()
@@ -280,6 +283,63 @@ struct ImagePickerTests {
       }
       return true
     }
+  }
+
+  @Test("A pick made while the report answers the last one is answered too")
+  func pickMadeWhileTheReportAnswers() async throws {
+    // The first pick is answered. While the report is inside its resume of that caller,
+    // a second pick starts and runs until it has shown the picker (a second at most); the
+    // user walks away from it, and a third pick replaces it: the second caller must get
+    // nil. A report that resumes first and empties the slot in a later step wipes out
+    // whoever was stored in between.
+    // Reported a little later, once the first caller waits: a report made inside present()
+    // finds the caller before it has suspended, and resumes it without a job to hold.
+    let controller = ImagePickerController(
+      answers: [.choose(beach), .walkAway, .cancel], script: .later(.milliseconds(100)))
+    let picker = ImagePicker(controller: controller)
+    let probe = ResumeProbeExecutor()
+    let second = Locked<Task<Image?, Never>?>(nil)
+    // Not when the first pick's task starts (that goes through the probe too): when it is
+    // resumed, after it has shown the picker.
+    probe.onNextResume(when: { controller.presentationCount == 1 }) {
+      let task = Task(executorPreference: OneThreadExecutor()) { await picker.pickImage() }
+      second.withLock { $0 = task }
+      _ = waitOnThisThread(upTo: .seconds(1)) { controller.presentationCount == 2 }
+    }
+    let first = try await withDeadline(.seconds(2), "pickImage()", hint: pickHint) {
+      await Task(executorPreference: probe) { await picker.pickImage() }.value
+    }
+    guard await eventually({ controller.presentationCount == 2 }) else {
+      Issue.record(
+        Comment(
+          rawValue: "a pick made while the report answered the one before never showed the "
+            + "picker: " + pickCause(controller, presented: 1, againHint)()))
+      return
+    }
+    let third = try await withDeadline(
+      .seconds(2), "a third pickImage(), replacing the second's sheet", hint: againHint
+    ) {
+      await picker.pickImage()
+    }
+    let replaced = try await withDeadline(
+      .seconds(2), "a pickImage() made while the report answered the one before",
+      likelyCause: {
+        "this pick was made while the report was answering the pick before it, and its "
+          + "caller was never answered when a newer pick replaced its sheet: its continuation "
+          + "was gone from the slot. The report resumed the caller it found and emptied the "
+          + "slot in a later step, wiping out the continuation stored in between; the "
+          + "report's look and its emptying must be one step"
+      }
+    ) {
+      await second.value?.value
+    }
+    #expect(
+      [first, replaced, third] == [beach, nil, nil],
+      """
+      the first pick was answered beach; the one made while that report ran was replaced \
+      and must get nil, as must the third, cancelled; they got \
+      \([first, replaced, third].map { $0?.name ?? "nil" })
+      """)
   }
 
   /// The tests in which a later report can reach an earlier continuation. A wrong answer

@@ -105,7 +105,8 @@ private func settled(_ executor: OneThreadExecutor, after jobs: Int) -> Bool {
 /// | the scan fails | its error to every caller: `aFailureReachesEveryCaller` | — | — |
 /// | one caller after another | a fresh scan each: `oneCallerAfterAnother` | emptied when answered: `oneCallerAfterAnother` | — |
 /// | callers after a shared scan ended | a new shared scan: `laterCallersShareANewScan` | — | — |
-/// | the same scan reported twice | one resume each: `answersOnceWhenReportedTwice` | — | — |
+/// | the same scan reported twice | one resume each: `answersOnceWhenReportedTwice`; a failure too: `afterAFailedScan` | — | — |
+/// | a caller after a failed scan | a new scan: `afterAFailedScan` | emptied by the failure: `afterAFailedScan` | — |
 /// | two callers deciding from the scanner's own state at the same moment | one scan, its code to both: `callersDecidingTogetherShareOneScan` (the scanner holds a reader of `isScanning` until the second one reads) | never busy: `callersDecidingTogetherShareOneScan` | — |
 /// | two callers in the same nanoseconds | one scan, its code to both: `callersAtTheSameInstantShareOneScan` (two threads released together, round after round) | one start: `callersAtTheSameInstantShareOneScan` | — |
 /// | a caller joining while the report answers the others | a scan of its own: `callerArrivingDuringTheReport` (it asks while the report is inside its first resume) | a second start: `callerArrivingDuringTheReport` | — |
@@ -280,11 +281,12 @@ struct ConcurrentCallersTests {
       .seconds(3), "scan() of a caller who asked while the report answered the first",
       likelyCause: {
         guard probe.probesFired == 1 else { return scanHint }
-        return "the report answered the callers it had found, and emptied the list of "
-          + "waiting callers in a later step; a caller who asked in between joined the list "
-          + "and, finding a scan running, waited for it, and was then cleared away with the "
-          + "others without an answer. Taking the callers out must leave the list empty in "
-          + "the same step"
+        return "the report answered the callers it had found, and only in a later step made "
+          + "way for a new scan (emptied the list of waiting callers in a later step, or "
+          + "cleared a flag saying a scan runs); a caller who asked in between found a scan "
+          + "still running and waited for it, but that scan had already been reported. "
+          + "Taking the callers out must leave the list empty, and the scanner free for the "
+          + "next caller, in the same step"
       }
     ) {
       let code = try await first.value
@@ -406,6 +408,38 @@ struct ConcurrentCallersTests {
       #expect(codes(firstWave) == [ean, ean, ean], "scan() must return the code the scanner read")
       #expect(
         codes(secondWave) == [isbn, isbn, isbn], "scan() must return the code the scanner read")
+    }
+
+    @Test("A failed scan reported twice answers each caller once; the next caller gets a new scan")
+    func afterAFailedScan() async throws {
+      let scanner = BarcodeScanner(
+        scans: [.failure(.cameraUnavailable), .code(isbn)],
+        script: CallbackScript(timing: .after(.milliseconds(100)), times: 2))
+      let shared = SharedBarcodeScanner(scanner: scanner)
+
+      let failed = try await scanAtOnce(
+        shared, callers: 3,
+        hint: "the scan failed, and its callers were left waiting: a failed scan must answer "
+          + "every waiting caller with its error")
+      // Wait for the second report too, so that resuming a caller again happens while this
+      // test is running.
+      let bothReported = await eventually { scanner.reportCount == 2 }
+      let next = try await withDeadline(
+        .seconds(2), "a scan() after a failed scan",
+        hint: "a scan() after a failed scan never returns: a failed scan ends as a read one "
+          + "does, its callers taken off the list, so that the next caller starts a new scan"
+      ) {
+        try await shared.scan()
+      }
+
+      for result in failed {
+        #expect(
+          throws: ScannerError.cameraUnavailable,
+          "a failed scan throws its error to every caller who was waiting for it"
+        ) { try result.get() }
+      }
+      #expect(bothReported, "the scanner's second report did not finish")
+      #expect(next == isbn, "a caller who comes after a failed scan gets a new scan")
     }
 
     @Test("Every caller is answered once when the scanner reports the same scan twice")
