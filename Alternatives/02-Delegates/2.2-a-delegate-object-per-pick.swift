@@ -5,15 +5,28 @@ import Synchronization
 /// pick, instead of being the delegate and storing one continuation itself.
 final class ContactPicker: Sendable {
   private let controller: ContactPickerViewController
+  /// The pick whose sheet is on screen, if any. It keeps that pick alive: the controller
+  /// holds its delegate weakly.
+  private let current = Mutex<Pick?>(nil)
 
   init(controller: ContactPickerViewController) {
     self.controller = controller
   }
 
   func pickContact() async -> Contact? {
-    // The controller holds its delegate weakly; awaiting a method of `pick` keeps it alive.
     let pick = Pick()
-    return await pick.run(on: controller)
+    return await pick.wait {
+      // The pick on screen and the delegate the controller reports to change in one
+      // step, so a pick that comes between two others sees one or the other.
+      let replaced = self.current.withLock { current in
+        defer { current = pick }
+        self.controller.delegate = pick
+        return current
+      }
+      // A replaced sheet never reports: its caller gets nil now.
+      replaced?.finish(with: nil)
+      self.controller.present()
+    }
   }
 }
 
@@ -21,13 +34,11 @@ final class ContactPicker: Sendable {
 private final class Pick: ContactPickerDelegate, Sendable {
   private let waiting = Mutex<CheckedContinuation<Contact?, Never>?>(nil)
 
-  func run(on controller: ContactPickerViewController) async -> Contact? {
+  /// Stores the caller, then runs `start`: a picker may answer inside it.
+  func wait(thenStart start: () -> Void) async -> Contact? {
     await withCheckedContinuation { continuation in
       waiting.withLock { $0 = continuation }
-      // A pick still on screen is about to be replaced, and a replaced sheet never reports.
-      (controller.delegate as? Pick)?.finish(with: nil)
-      controller.delegate = self
-      controller.present()
+      start()
     }
   }
 
@@ -35,11 +46,11 @@ private final class Pick: ContactPickerDelegate, Sendable {
     finish(with: contact)
   }
 
-  // Optional in the protocol, and needed: a cancelled pick must return too.
   func contactPickerDidCancel(_ picker: ContactPickerViewController) {
     finish(with: nil)
   }
 
+  /// Resumes the caller once: a second report finds nobody.
   func finish(with contact: Contact?) {
     waiting.withLock { $0.take() }?.resume(returning: contact)
   }

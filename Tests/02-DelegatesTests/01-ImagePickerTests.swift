@@ -34,6 +34,17 @@ private let replacedHint =
   + "never reports; resume the continuation you find stored (with nil) before you store "
   + "the new one"
 
+/// An image picker for the races in `PickerRaces.swift`.
+private func makePicker(
+  answers: [PickerAnswer<Image>], script: CallbackScript
+) -> PickerUnderTest<Image> {
+  let controller = ImagePickerController(answers: answers, script: script)
+  let picker = ImagePicker(controller: controller)
+  return PickerUnderTest(controller: controller, operation: "pickImage()") {
+    await picker.pickImage()
+  }
+}
+
 /// The contract of `ImagePicker.pickImage()`: each path, what the caller sees, and the test
 /// that checks it (— where a column does not apply, and why).
 ///
@@ -171,175 +182,19 @@ struct ImagePickerTests {
 
   @Test("Two picks at once while a third waits: every caller is answered, one gets the image")
   func twoPicksAtOnceWhileOneWaits() async throws {
-    // The first sheet is walked away from; the second and third presentations go to the two
-    // new picks, in whichever order they present, and only the last one on screen reports.
-    let controller = ImagePickerController(
-      answers: [.walkAway, .walkAway, .choose(beach)], script: .synchronously)
-    let picker = ImagePicker(controller: controller)
-    let probe = ResumeProbeExecutor()
-    let waiting = Task(executorPreference: probe) { await picker.pickImage() }
-    try #require(
-      await eventually { controller.presentationCount == 1 },
-      "pickImage() did not present the picker")
-
-    // The second pick answers the waiting caller nil. While it is inside that resume, the
-    // third pick starts and runs until it has shown the picker (a second at most): a second
-    // pick that took the waiting caller out in one step and stores its own in a later one
-    // is caught between the two, every run.
-    let third = Locked<Task<Image?, Never>?>(nil)
-    probe.onNextResume {
-      let presented = controller.presentationCount
-      // On a thread of its own, as the second: a pick that waits for a lock the second
-      // holds blocks no thread of the pool.
-      let task = Task(executorPreference: OneThreadExecutor()) { await picker.pickImage() }
-      third.withLock { $0 = task }
-      _ = waitOnThisThread(upTo: .seconds(1)) { controller.presentationCount > presented }
-    }
-    let second = Task(executorPreference: OneThreadExecutor()) { await picker.pickImage() }
-
-    // What other tests name on their own, said here without waiting for a deadline.
-    guard await eventually({ probe.probesFired == 1 }) else {
-      Issue.record(
-        Comment(
-          rawValue: "a new pick came while a caller waited, and that caller was not answered: "
-            + pickCause(controller, presented: 1, replacedHint)()))
-      return
-    }
-    guard await eventually({ controller.presentationCount == 3 }) else {
-      Issue.record(
-        """
-        two picks came at once while a third caller waited, and the picker was shown \
-        \(controller.presentationCount - 1) times for them, not twice: each pick shows it
-        """)
-      return
-    }
-    let answers = try await withDeadline(
-      .seconds(3), "three pickImage() calls, two of them at once",
-      likelyCause: {
-        "the second pick found the waiting caller and answered it, and only in a later step "
-          + "made its own the one a report reaches (stored its continuation, or set the "
-          + "delegate); in between, a third pick did the same, and the later step undid it: "
-          + "that caller waits for good. Taking the old caller out and putting the new one "
-          + "in must be one step, so that whoever comes between sees one or the other"
-      }
-    ) {
-      // The probe started the third pick before the waiting caller could go on.
-      let first = await waiting.value
-      return [first, await second.value, await third.value?.value]
-    }
-    #expect(answers[0] == nil, "the caller whose sheet was replaced gets nil, as if cancelled")
-    #expect(
-      answers.filter { $0 == beach }.count == 1 && answers.filter { $0 == nil }.count == 2,
-      """
-      of two picks at once, the one whose sheet was on screen last gets the image and the \
-      other nil, as a replaced sheet's caller; they got \(answers.map { $0?.name ?? "nil" })
-      """)
+    try await checkTwoPicksAtOnceWhileOneWaits(
+      makePicker, chosen: beach, replacedHint: replacedHint)
   }
 
   @Test("Two picks released at the same instant, round after round: both callers are answered")
   func twoPicksAtTheSameInstant() async throws {
-    // Each round, two picks start on two threads released together, each after a random
-    // few hundred nanoseconds, so that one comes between the other's look at the stored
-    // caller and its store, whenever those are two steps. Both sheets are walked away
-    // from; a third pick then replaces the one on screen and is cancelled, so that both
-    // racers must have been answered nil.
-    try await raceRounds { left, right in
-      let controller = ImagePickerController(
-        answers: [.walkAway, .walkAway, .cancel], script: .synchronously)
-      let picker = ImagePicker(controller: controller)
-      let line = StartLine(parties: 2)
-      let racers = [left, right].map { executor in
-        Task(executorPreference: executor) { () -> Image? in
-          line.go(jitter: 0...600)
-          return await picker.pickImage()
-        }
-      }
-      try #require(
-        await eventually { controller.presentationCount == 2 },
-        "two picks at once did not both present the picker")
-      let answers = try await withDeadline(
-        .seconds(2), "two pickImage() calls made at the same instant, then a third",
-        likelyCause: {
-          "two picks started at the same instant and both presented, then a third pick "
-            + "replaced the sheet on screen, and one of the first two callers was never "
-            + "answered: a stored caller was overwritten. Either both picks looked at the "
-            + "stored caller before either had stored its own, so each found the slot "
-            + "empty, and the later store overwrote the earlier one; or a pick decided from "
-            + "the picker's state (isPresented, say), which knows nothing of a caller "
-            + "stored but not shown yet. Taking the old caller out and putting the new one "
-            + "in must be one step, decided from the stored caller alone"
-        }
-      ) {
-        let last = await picker.pickImage()
-        return [await racers[0].value, await racers[1].value, last]
-      }
-      guard answers.allSatisfy({ $0 == nil }) else {
-        Issue.record(
-          """
-          two picks at once whose sheets were walked away from, then a third that was \
-          cancelled, must all get nil; they got \(answers.map { $0?.name ?? "nil" })
-          """)
-        return false
-      }
-      return true
-    }
+    try await checkTwoPicksAtTheSameInstant(makePicker)
   }
 
   @Test("A pick made while the report answers the last one is answered too")
   func pickMadeWhileTheReportAnswers() async throws {
-    // The first pick is answered. While the report is inside its resume of that caller,
-    // a second pick starts and runs until it has shown the picker (a second at most); the
-    // user walks away from it, and a third pick replaces it: the second caller must get
-    // nil. A report that resumes first and empties the slot in a later step wipes out
-    // whoever was stored in between.
-    // Reported a little later, once the first caller waits: a report made inside present()
-    // finds the caller before it has suspended, and resumes it without a job to hold.
-    let controller = ImagePickerController(
-      answers: [.choose(beach), .walkAway, .cancel], script: .later(.milliseconds(100)))
-    let picker = ImagePicker(controller: controller)
-    let probe = ResumeProbeExecutor()
-    let second = Locked<Task<Image?, Never>?>(nil)
-    // Not when the first pick's task starts (that goes through the probe too): when it is
-    // resumed, after it has shown the picker.
-    probe.onNextResume(when: { controller.presentationCount == 1 }) {
-      let task = Task(executorPreference: OneThreadExecutor()) { await picker.pickImage() }
-      second.withLock { $0 = task }
-      _ = waitOnThisThread(upTo: .seconds(1)) { controller.presentationCount == 2 }
-    }
-    let first = try await withDeadline(.seconds(2), "pickImage()", hint: pickHint) {
-      await Task(executorPreference: probe) { await picker.pickImage() }.value
-    }
-    guard await eventually({ controller.presentationCount == 2 }) else {
-      Issue.record(
-        Comment(
-          rawValue: "a pick made while the report answered the one before never showed the "
-            + "picker: " + pickCause(controller, presented: 1, againHint)()))
-      return
-    }
-    let third = try await withDeadline(
-      .seconds(2), "a third pickImage(), replacing the second's sheet", hint: againHint
-    ) {
-      await picker.pickImage()
-    }
-    let replaced = try await withDeadline(
-      .seconds(2), "a pickImage() made while the report answered the one before",
-      likelyCause: {
-        "this pick was made while the report was answering the pick before it, and its "
-          + "caller was never answered when a newer pick replaced its sheet: its continuation "
-          + "was gone from the slot. The report resumed the caller it found and emptied the "
-          + "slot in a later step, wiping out the continuation stored in between; the "
-          + "report's look and its emptying must be one step"
-      }
-    ) {
-      await second.value?.value
-    }
-    #expect(
-      [first, replaced, third] == [beach, nil, nil],
-      """
-      the first pick was answered beach; the one made while that report ran was replaced \
-      and must get nil, as must the third, cancelled; they got \
-      \([first, replaced, third].map { $0?.name ?? "nil" })
-      """)
+    try await checkPickMadeWhileTheReportAnswers(
+      makePicker, chosen: beach, pickHint: pickHint, againHint: againHint)
   }
 
   /// The tests in which a later report can reach an earlier continuation. A wrong answer

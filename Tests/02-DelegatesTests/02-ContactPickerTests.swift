@@ -56,7 +56,19 @@ private let secondHint =
 
 private let againHint =
   "the continuation of the first pick is still stored; take it out (leaving nil) when you "
-  + "resume it"
+  + "resume it. Or something else the first pick left behind stops this one: a flag such "
+  + "as \"answered\", set by the first pick's report and never reset for the next pick"
+
+/// A contact picker for the races in `PickerRaces.swift`.
+private func makePicker(
+  answers: [PickerAnswer<Contact>], script: CallbackScript
+) -> PickerUnderTest<Contact> {
+  let controller = ContactPickerViewController(answers: answers, script: script)
+  let picker = ContactPicker(controller: controller)
+  return PickerUnderTest(controller: controller, operation: "pickContact()") {
+    await picker.pickContact()
+  }
+}
 
 /// The contract of `ContactPicker.pickContact()`: each path, what the caller sees, and the
 /// test that checks it (— where a column does not apply, and why).
@@ -70,7 +82,8 @@ private let againHint =
 /// | the same answer reported twice | one resume: `answersOnceWhenReportedTwice` | — | — |
 /// | the delegate freed, or cleared after a pick | — the caller waits, named at every deadline from the picker's `reportsWithNoDelegate` (`pickCause`) | | |
 /// | a pick that does not present | — named at every deadline from the presentation count (`pickCause`) | | |
-/// | two picks at once | — one sheet at a time: presenting again is the walk-away path above | | |
+/// | two picks at once while a third waits | the waiting one nil, the one shown last the contact, the other nil: `twoPicksAtOnceWhileOneWaits` (the third starts while the second is inside the resume of the waiting caller); two picks released together on two threads, round after round, both answered: `twoPicksAtTheSameInstant` | — | — |
+/// | a pick made while the report answers the one before | nil when its sheet is replaced: `pickMadeWhileTheReportAnswers` (it starts inside the report's resume) | the report's take leaves it stored: `pickMadeWhileTheReportAnswers` | — |
 /// | cancelled task (before, during, after) | — pickContact() promises nothing for a cancelled task | | |
 @Suite("2.2 Contact picker")
 struct ContactPickerTests {
@@ -187,6 +200,22 @@ struct ContactPickerTests {
 
     #expect(second == grace, "the second sheet's answer goes to the second caller")
     #expect(first == nil, "the caller whose sheet was replaced gets nil, as if cancelled")
+  }
+
+  @Test("Two picks at once while a third waits: every caller is answered, one gets the contact")
+  func twoPicksAtOnceWhileOneWaits() async throws {
+    try await checkTwoPicksAtOnceWhileOneWaits(makePicker, chosen: ada, replacedHint: replacedHint)
+  }
+
+  @Test("Two picks released at the same instant, round after round: both callers are answered")
+  func twoPicksAtTheSameInstant() async throws {
+    try await checkTwoPicksAtTheSameInstant(makePicker)
+  }
+
+  @Test("A pick made while the report answers the last one is answered too")
+  func pickMadeWhileTheReportAnswers() async throws {
+    try await checkPickMadeWhileTheReportAnswers(
+      makePicker, chosen: ada, pickHint: selectHint, againHint: againHint)
   }
 
   /// The tests in which a later report can reach an earlier continuation. A wrong answer
