@@ -120,6 +120,7 @@ public final class HTTPTestServer: @unchecked Sendable {
     /// last one every request after it.
     var routes: [String: [HTTPTestResponse]] = [:]
     var requests: [String] = []
+    var heads: [String] = []
     var arrivals: [ContinuousClock.Instant] = []
     var abandoned: [String] = []
     var answered: [String] = []
@@ -219,6 +220,9 @@ public final class HTTPTestServer: @unchecked Sendable {
 
   /// The paths requested so far, in order.
   public var requests: [String] { locked { $0.requests } }
+  /// The head of each request so far, in order: its request line and header fields, as the
+  /// client sent them.
+  public var requestHeads: [String] { locked { $0.heads } }
   /// The requests so far, in order, each with the time its head had arrived: how far apart
   /// a client's requests came.
   public var arrivals: [(path: String, time: ContinuousClock.Instant)] {
@@ -297,6 +301,7 @@ public final class HTTPTestServer: @unchecked Sendable {
       let arrived = ContinuousClock.now
       let response: HTTPTestResponse = locked { state in
         state.requests.append(path)
+        state.heads.append(head)
         state.arrivals.append(arrived)
         guard var answers = state.routes[path], let first = answers.first else { return fallback }
         if answers.count > 1 {

@@ -136,11 +136,34 @@ private func noFile(_ download: String, _ events: [DownloadEvent]? = nil) -> Com
 /// | listener's task cancelled | the stream ends, the download is cancelled: `cancellingEnds` | connection closed: `cancellingEnds`; session invalidated: `sessionInvalidatedOnEveryPath` | — (nobody reads any more) | — |
 /// | two downloads at once | each its own events and file: `sameURLTwice` | — (as one download) | — (each stream has its own) | — |
 /// | second listener | — (one stream per call; a stream has one listener) | — | — | — |
+/// | a configuration passed in | its headers reach the server: `usesTheGivenConfiguration` | — | — | — |
 // One test at a time: `slowListenerGetsEverything` stops every task in the process for about
 // a second, which would make the other tests' downloads fail for that reason instead of
 // their own.
 @Suite("9.2 Download with progress", .serialized)
 struct DownloadTests {
+  @Test("Downloads with the configuration it is given: its headers reach the server")
+  func usesTheGivenConfiguration() async throws {
+    let server = try startedServer(["/file": .ok("report")])
+    defer { server.stop() }
+    let configuration = URLSessionConfiguration.ephemeral
+    configuration.httpAdditionalHeaders = ["X-Workbook-Caller": "9.2"]
+
+    _ = try await collect(
+      download(from: server.url("/file"), configuration: configuration),
+      "download(from:configuration:)")
+
+    let heads = server.requestHeads
+    #expect(
+      heads.count == 1 && heads[0].lowercased().contains("x-workbook-caller: 9.2"),
+      """
+      the caller's configuration sets a header, X-Workbook-Caller, and the request reached \
+      the server without it: the session was made with a configuration of its own, not the \
+      one passed in, so whatever the caller set there (headers, timeouts, caching, cookies) \
+      is lost
+      """)
+  }
+
   @Test("Progress while the bytes arrive, then the file, then the end")
   func progressThenFile() async throws {
     let body = payload(64_000)
