@@ -19,12 +19,23 @@ struct ReorderedJobsTests {
     return order.value
   }
 
+  // The held jobs are sent on backwards to a pool that runs several at once, and a thread
+  // that takes a job can start it after a neighbour's: a burst comes out backwards give or
+  // take such a swap (5, 3, 2, 1, 4 is common on two cores), never in the order made. So
+  // no burst may keep its order, and in most the last made must run before the first made,
+  // which without the helper is as rare as the reverse is with it.
   @Test("Tasks started together on a plain thread run in the reverse order")
   func burstRunsBackwards() async {
-    let order = await withPlainThreadJobsReordered(window: .milliseconds(50)) {
-      await Self.tasksFromAPlainThread(5)
+    var bursts: [[Int]] = []
+    for _ in 1...5 {
+      let order = await withPlainThreadJobsReordered(window: .milliseconds(50)) {
+        await Self.tasksFromAPlainThread(5)
+      }
+      bursts.append(order)
+      #expect(order != [1, 2, 3, 4, 5], "a burst ran in the order it was made")
     }
-    #expect(order == [5, 4, 3, 2, 1])
+    let backwards = bursts.filter { $0.firstIndex(of: 5)! < $0.firstIndex(of: 1)! }
+    #expect(backwards.count >= 3, "the last task made ran first too rarely: \(bursts)")
   }
 
   @Test("Tasks started from a task are not held")
@@ -46,7 +57,7 @@ struct ReorderedJobsTests {
     let ranInside = Locked(0)
     await withPlainThreadJobsReordered(window: .seconds(2)) {
       let thread = Thread {
-        for number in 1...3 { Task { order.withLock { $0.append(number) } } }
+        for number in 1...5 { Task { order.withLock { $0.append(number) } } }
       }
       thread.start()
       // Held for the whole window: none has run yet when the scope ends.
@@ -54,7 +65,8 @@ struct ReorderedJobsTests {
       ranInside.withLock { $0 = order.value.count }
     }
     #expect(ranInside.value == 0, "held tasks ran before the window was over")
-    await eventually("the held tasks to run") { order.value.count == 3 }
-    #expect(order.value == [3, 2, 1])
+    await eventually("the held tasks to run") { order.value.count == 5 }
+    // Sent on backwards; the pool's threads may let a neighbour overtake (see above).
+    #expect(order.value != [1, 2, 3, 4, 5], "the held tasks ran in the order they were made")
   }
 }
