@@ -10,12 +10,13 @@ import WorkbookTesting
 ///
 /// | path | result, error | the connection | thread, order, timing |
 /// | --- | --- | --- | --- |
-/// | a valid line | returns once on its way: `sentLinesArrive` | stays open | in order: `sentLinesArrive`, 200 in a row: `manySendsInOrder`; suspends: `sendSuspends`; a completion 2.5 s late holds no thread of any task: `slowCompletion` |
+/// | a valid line | returns once on its way: `sentLinesArrive` | stays open | in order: `sentLinesArrive`, 200 in a row: `manySendsInOrder`; suspends, and does not poll for a completion half a second late: `sendSuspends`; a completion 2.5 s late holds no thread of any task: `slowCompletion` |
 /// | exactly 1024 bytes (ASCII or not) | returns, delivered: `lengthLimit` | stays open | — |
 /// | 1025 bytes, or a newline | `.invalidLine`: `lengthLimit`, `invalidLineThrows` | stays open, the next line goes: `invalidLineThrows` | — |
 /// | before joining | `.notConnected`, unchanged: `sendBeforeConnectThrows` | — | — |
 /// | after `disconnect()` | the connection's error: `sendAfterDisconnectThrows` | — | — |
 /// | in a cancelled task | returns or `CancellationError`: `cancelledSend` | stays open, the next line goes: `cancelledSend` | — |
+/// | the task cancelled while the send waits for its completion | returns or `CancellationError`: `cancelledWhileSending` | stays open, the next line goes: `cancelledWhileSending` | — |
 /// | many at once | each returns once its line is on its way: `concurrentSends` | — | all delivered, in any order: `concurrentSends` |
 /// | completion twice / never | — the legacy contract: exactly once | | |
 @Suite("8.3 Send")
@@ -49,18 +50,24 @@ struct SendTests {
     let server = try startedServer()
     defer { server.stop() }
     let bob = try await join(server, as: "bob")
-    // The completions run on the sender's one thread, behind it, as on the main queue.
+    // The completions run on the sender's one thread, behind it, as on the main queue;
+    // the send's comes half a second late, as from a slow network.
     let executor = OneThreadExecutor()
-    let connection = ChatConnection(callbacksVia: executor.schedule)
+    let late = Locked(Duration.zero)
+    let connection = ChatConnection(callbacksVia: callbacks(on: executor, late: late))
     try await legacyConnect(connection, port: server.port, name: "alice")
+    late.withLock { $0 = .milliseconds(500) }
+    let stepsBefore = executor.jobsRun
 
     try await withDeadline(
-      .seconds(2), "send(\"hello\")",
+      .seconds(3), "send(\"hello\")",
       hint: "the completion's success path (error == nil) never resumes the continuation",
       on: executor
     ) {
       try await connection.send("hello")
     }
+    expectNoPolling(
+      executor, stepsBefore: stepsBefore, "send(\"hello\")", waitingFor: "a completion")
 
     await eventually("bob to receive alice's line") {
       bob.recorder.lines.value.contains("alice: hello")
@@ -232,6 +239,62 @@ struct SendTests {
     #expect(
       outcome.failure == nil || outcome.failure is CancellationError,
       "a send in a cancelled task may go out or throw CancellationError, but it \(outcome.described)"
+    )
+    await eventually("bob to receive the line sent after the cancelled one") {
+      bob.recorder.lines.value.contains("alice: still here")
+    }
+  }
+
+  @Test(
+    "A send whose task is cancelled while it waits for its completion leaves the connection open")
+  func cancelledWhileSending() async throws {
+    let server = try startedServer()
+    defer { server.stop() }
+    let bob = try await join(server, as: "bob")
+    // The send's completion is held until the test lets it go: the cancel lands while the
+    // send waits for it, every run.
+    let held = HeldCallbacks()
+    let connection = ChatConnection(callbacksVia: held.schedule)
+    defer { connection.disconnect() }
+    let connecting = Task { try await legacyConnect(connection, port: server.port, name: "alice") }
+    _ = await eventually { held.heldCount >= 1 }
+    await held.release()
+    try await connecting.value
+    held.holdAgain()
+
+    let sending = Task { try await connection.send("mid-flight") }
+    let waiting = await eventually { held.heldCount >= 1 }
+    try #require(waiting, "the test's connection never completed the send")
+    sending.cancel()
+    // Whatever the cancel set off gets the time to happen before the completion comes.
+    try await Task.sleep(for: .milliseconds(100))
+    await held.release()
+    let outcome = await Result {
+      try await withDeadline(
+        .seconds(2), "send(_:) whose task was cancelled while it waited",
+        hint: "the completion's paths must resume the continuation, cancelled or not"
+      ) {
+        try await sending.value
+      }
+    }
+    if case .failure(let error as DeadlineExceeded) = outcome { throw error }
+    await callbacksDelivered(connection)
+    let stillThere = await Result {
+      try await withDeadline(
+        .seconds(2), "send(\"still here\") after a send cancelled mid-flight",
+        hint: "the completion's paths must resume the continuation"
+      ) {
+        try await connection.send("still here")
+      }
+    }
+    if case .failure(let error as DeadlineExceeded) = stillThere { throw error }
+    #expect(
+      stillThere.failure == nil && server.names.contains("alice"),
+      "the task of a send was cancelled while the send waited for its completion, and the connection was gone (the cancelled send \(outcome.described), the next one \(stillThere.described)): the line was already handed over, and the connection carries other lines both ways; cancelling one send must not end the chat (no disconnect() on cancel)"
+    )
+    #expect(
+      outcome.failure == nil || outcome.failure is CancellationError,
+      "a send cancelled while it waited may return or throw CancellationError, but it \(outcome.described)"
     )
     await eventually("bob to receive the line sent after the cancelled one") {
       bob.recorder.lines.value.contains("alice: still here")

@@ -163,6 +163,40 @@ final class SlowCallbacks: Sendable {
   }
 }
 
+/// A connection's callbacks, run on `executor`'s one thread behind whatever runs there (as
+/// on the main queue), each `late` after it was scheduled (as set at that moment), in order.
+func callbacks(
+  on executor: OneThreadExecutor, late: Locked<Duration>
+) -> @Sendable (@escaping @Sendable () -> Void) -> Void {
+  let queue = DispatchQueue(label: "late callbacks")
+  return { work in
+    let delay = late.value
+    queue.async {
+      if delay > .zero { Thread.sleep(forTimeInterval: delay.timeInterval) }
+      executor.schedule(work)
+    }
+  }
+}
+
+/// Records a failure when `operation`, run on `executor` while its callback came half a
+/// second late, ran more steps there than one wait needs: one before it suspends, one once
+/// resumed, and the deadline's own. A loop that looks whether the callback came (around
+/// `Task.sleep`) runs a step per look.
+func expectNoPolling(
+  _ executor: OneThreadExecutor, stepsBefore: Int, _ operation: String, waitingFor what: String,
+  sourceLocation: SourceLocation = #_sourceLocation
+) {
+  let steps = executor.jobsRun - stepsBefore
+  #expect(
+    steps <= 4,
+    Comment(
+      rawValue: "\(operation) polled instead of suspending: it ran \(steps) separate steps on "
+        + "its thread while it waited for \(what) that came half a second late (a loop around "
+        + "Task.sleep that looks whether it came?): each look wakes the thread, and the answer "
+        + "waits for the next look"),
+    sourceLocation: sourceLocation)
+}
+
 /// How long ``SlowCallbacks`` holds a callback in the tests that check a bridge waits
 /// without holding a thread: longer than the 1.5 seconds in which `withDeadline` notices a
 /// blocked thread of the concurrency pool, with room for a busy machine.
@@ -199,6 +233,23 @@ final class HeldCallbacks: Sendable {
         let hold = PoolHold()
         for work in held { work() }
         hold.end()
+        done.resume()
+      }
+    }
+  }
+
+  /// Holds the callbacks scheduled from now on, until the next release.
+  func holdAgain() {
+    state.withLock { $0.holding = true }
+  }
+
+  /// Runs every held callback, back to back, on the callbacks' thread; from then on each
+  /// callback runs as it comes. Returns once they have run.
+  func release() async {
+    let held = takeHeld()
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+      queue.async {
+        for work in held { work() }
         done.resume()
       }
     }

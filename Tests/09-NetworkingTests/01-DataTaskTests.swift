@@ -17,7 +17,7 @@ import FoundationNetworking
 /// | 2xx (200…299, 204 empty) | the body, unchanged: `returnsTheBody`, `everySuccessStatus`, late headers: `slowHeaders` | — (a complete answer: the session keeps the connection for reuse) | once | suspends, no thread held: `slowAnswerDoesNotBlock` |
 /// | 3xx, 4xx, 5xx | `BadStatus(code)`: `badStatusThrows` | — (a complete answer) | once | — (the same completion path as a 2xx) |
 /// | dropped, truncated | the session's `URLError`: `droppedConnectionThrows`, `truncatedBodyThrows` | — (the server closed it) | once | — (as a 2xx) |
-/// | cancel before the call | `CancellationError`: `alreadyCancelled` | — (no request is left running: the test would never end) | once | — (nothing to wait for) |
+/// | cancel before the call | `CancellationError`: `alreadyCancelled` | no request started (no data task resumed): `alreadyCancelledStartsNothing` | once | — (nothing to wait for) |
 /// | cancel while the data task is created | `CancellationError`, the data task cancelled: `cancelWhileCreating` | — (offline data task: no connection) | once | — |
 /// | cancel as the data task is stored | the data task cancelled, never lost: `cancelWhileStoring` (aimed race) | — (offline data task) | once | the cancel from another thread, in the gap: `cancelWhileStoring` |
 /// | cancel in flight | `CancellationError`: `cancellationReachesTheServer` | the server sees the close: `cancellationReachesTheServer` | once | — |
@@ -252,6 +252,44 @@ struct DataTaskTests {
       ) {
         try await task.value
       }
+    }
+  }
+
+  @Test("A task cancelled before it calls fetch(_:) starts no request")
+  func alreadyCancelledStartsNothing() async throws {
+    // Offline data tasks: each resume() is recorded, and nothing is answered, so a request
+    // that was started ends only through its cancel.
+    let session = ScriptedSession()
+    defer { session.invalidateAndCancel() }
+    let resumed = Locked(0)
+    session.offline.withLock { $0 = { _ in resumed.withLock { $0 += 1 } } }
+    let client = QuoteClient(baseURL: URL(string: "http://127.0.0.1/")!, session: session)
+
+    let task = Task {
+      withUnsafeCurrentTask { $0?.cancel() }
+      return try await client.fetch("/quote")
+    }
+    let outcome = await Result {
+      try await withDeadline(
+        .seconds(2), "fetch(\"/quote\") in a cancelled task",
+        hint: "onCancel ran before the data task existed and the cancel was lost: remember "
+          + "it and cancel the data task once it is created"
+      ) {
+        try await task.value
+      }
+    }
+    if case .failure(let error as DeadlineExceeded) = outcome { throw error }
+    #expect(
+      resumed.value == 0,
+      Comment(
+        rawValue: "the task was already cancelled when it called fetch(\"/quote\"), and the "
+          + "request was started anyway (its data task was resumed, then cancelled): a "
+          + "cancelled caller wants nothing, and a request started in vain still opens a "
+          + "connection and can reach the server"))
+    if case .failure(let error) = outcome {
+      #expect(error is CancellationError, "a fetch in a cancelled task threw \(error)")
+    } else {
+      Issue.record("a fetch in a cancelled task returned, instead of throwing CancellationError")
     }
   }
 
