@@ -284,6 +284,7 @@ final class PoolSqueeze: Sendable {
   func holdAllButOne(onBlocked: @escaping @Sendable (Blocked) -> Void) async {
     await withCheckedContinuation { (ready: CheckedContinuation<Void, Never>) in
       let thread = Thread { [self] in
+        ReorderedJobs.markThisThreadAsWatchdog()
         holdThreads()
         ready.resume()
         watch(onBlocked: onBlocked)

@@ -27,7 +27,10 @@ enum PoolStallWatch {
       !started.exchange(true, ordering: .acquiringAndReleasing),
       ProcessInfo.processInfo.environment["WORKBOOK_EXPLAIN"] != nil
     else { return }
-    let thread = Thread { watch() }
+    let thread = Thread {
+      ReorderedJobs.markThisThreadAsWatchdog()
+      watch()
+    }
     thread.name = "workbook-stall-watch"
     thread.start()
   }

@@ -27,6 +27,13 @@ public func withPlainThreadJobsReordered<T>(
   return try await body()
 }
 
+/// How many jobs ``withPlainThreadJobsReordered(window:_:)`` holds at this moment, from
+/// every caller inside: a test that waits for a callback's thread to hand a result to a task
+/// sees here that the hand-over happened and the task has not run on yet.
+public func plainThreadJobsHeld() -> Int {
+  ReorderedJobs.heldCount
+}
+
 /// The held jobs, and the windows of the callers inside.
 enum ReorderedJobs {
   private struct Held: @unchecked Sendable {  // an UnownedJob is a pointer the runtime owns
@@ -40,6 +47,8 @@ enum ReorderedJobs {
 
   private static let state = Mutex(Held())
   private static let releaser = DispatchQueue(label: "workbook.reordered-jobs")
+
+  static var heldCount: Int { state.withLock { $0.jobs.count } }
 
   static func enter(window: Duration) {
     state.withLock { $0.windows.append(window) }
@@ -58,6 +67,7 @@ enum ReorderedJobs {
   /// task; says whether it did.
   static func hold(_ job: UnownedJob, original: GlobalEnqueueHook.Original) -> Bool {
     guard withUnsafeCurrentTask(body: { $0 == nil }) else { return false }
+    guard state.withLock({ !$0.windows.isEmpty }), !isWatchdogThread() else { return false }
     let (held, burst, window) = state.withLock { held -> (Bool, Int?, Duration) in
       guard let window = held.windows.max() else { return (false, nil, .zero) }
       held.original = original
@@ -68,6 +78,19 @@ enum ReorderedJobs {
       releaser.asyncAfter(deadline: .now() + window.timeInterval) { release(burst: burst) }
     }
     return held
+  }
+
+  private static let watchdogKey = "workbook.watchdog"
+
+  /// Marks the calling thread as one of the test support's own watchdogs: the probes and
+  /// holds they send to the pool are never held back, or a reordering test elsewhere in the
+  /// process would look to them like a blocked pool.
+  static func markThisThreadAsWatchdog() {
+    Thread.current.threadDictionary[watchdogKey] = true
+  }
+
+  private static func isWatchdogThread() -> Bool {
+    Thread.current.threadDictionary[watchdogKey] != nil
   }
 
   /// Sends every held job on, the last held first; with `burst`, only if that burst is

@@ -10,7 +10,7 @@ import WorkbookTesting
 ///
 /// | path | result, error | resources | thread, callbacks, timing |
 /// | --- | --- | --- | --- |
-/// | welcomed | returns, joined: `connectJoins` | the connection stays open: it is the caller's | suspends, and does not poll for a welcome half a second late: `connectSuspends`; a welcome 2.5 s late holds no thread of any task: `slowWelcome` |
+/// | welcomed | returns, joined: `connectJoins` | the connection stays open: it is the caller's | suspends, and does not poll for a welcome 1.5 s late: `connectSuspends`; a welcome 2.5 s late holds no thread of any task: `slowWelcome` |
 /// | refused (nothing listens) | `.socket`: `refusedConnectionThrows` | — the legacy connection closes its own socket | the error path resumes: `refusedConnectionThrows` |
 /// | name taken | `.rejected(line)`, unchanged: `takenNameThrows` | only bob stays: `takenNameThrows` | — |
 /// | not an address | `.invalidAddress(host)`, the host it was given: `usesTheHost` | nobody joined: `usesTheHost` | — |
@@ -48,14 +48,14 @@ struct ConnectTests {
     let server = try startedServer()
     defer { server.stop() }
     // The completion runs on the caller's one thread, behind it, as on the main queue, and
-    // half a second late, as from a slow server.
+    // 1.5 seconds late, as from a slow server.
     let executor = OneThreadExecutor()
     let connection = ChatConnection(
-      callbacksVia: callbacks(on: executor, late: Locked(.milliseconds(500))))
+      callbacksVia: callbacks(on: executor, late: Locked(pollingWindow)))
     defer { connection.disconnect() }
 
     try await withDeadline(
-      .seconds(3), "connect(to:port:as:)",
+      .seconds(5), "connect(to:port:as:)",
       hint: "the completion's success path (error == nil) never resumes the continuation",
       on: executor
     ) {

@@ -10,7 +10,7 @@ import WorkbookTesting
 ///
 /// | path | result, error | the connection | thread, order, timing |
 /// | --- | --- | --- | --- |
-/// | a valid line | returns once on its way: `sentLinesArrive` | stays open | in order: `sentLinesArrive`, 200 in a row: `manySendsInOrder`; suspends, and does not poll for a completion half a second late: `sendSuspends`; a completion 2.5 s late holds no thread of any task: `slowCompletion` |
+/// | a valid line | returns once on its way: `sentLinesArrive` | stays open | in order: `sentLinesArrive`, 200 in a row: `manySendsInOrder`; suspends, and does not poll for a completion 1.5 s late: `sendSuspends`; a completion 2.5 s late holds no thread of any task: `slowCompletion` |
 /// | exactly 1024 bytes (ASCII or not) | returns, delivered: `lengthLimit` | stays open | — |
 /// | 1025 bytes, or a newline | `.invalidLine`: `lengthLimit`, `invalidLineThrows` | stays open, the next line goes: `invalidLineThrows` | — |
 /// | before joining | `.notConnected`, unchanged: `sendBeforeConnectThrows` | — | — |
@@ -51,16 +51,16 @@ struct SendTests {
     defer { server.stop() }
     let bob = try await join(server, as: "bob")
     // The completions run on the sender's one thread, behind it, as on the main queue;
-    // the send's comes half a second late, as from a slow network.
+    // the send's comes 1.5 seconds late, as from a slow network.
     let executor = OneThreadExecutor()
     let late = Locked(Duration.zero)
     let connection = ChatConnection(callbacksVia: callbacks(on: executor, late: late))
     try await legacyConnect(connection, port: server.port, name: "alice")
-    late.withLock { $0 = .milliseconds(500) }
+    late.withLock { $0 = pollingWindow }
     let stepsBefore = executor.jobsRun
 
     try await withDeadline(
-      .seconds(3), "send(\"hello\")",
+      .seconds(5), "send(\"hello\")",
       hint: "the completion's success path (error == nil) never resumes the continuation",
       on: executor
     ) {

@@ -178,10 +178,15 @@ func callbacks(
   }
 }
 
-/// Records a failure when `operation`, run on `executor` while its callback came half a
-/// second late, ran more steps there than one wait needs: one before it suspends, one once
-/// resumed, and the deadline's own. A loop that looks whether the callback came (around
-/// `Task.sleep`) runs a step per look.
+/// How late a callback comes in the tests that check a bridge does not poll for it: long
+/// enough that a loop looking every few milliseconds looks many times even on a machine so
+/// busy that each of its sleeps ends far too late.
+let pollingWindow = Duration.milliseconds(1500)
+
+/// Records a failure when `operation`, run on `executor` while its callback came
+/// ``pollingWindow`` late, ran more steps there than one wait needs: one before it
+/// suspends, one once resumed, and the deadline's own. A loop that looks whether the
+/// callback came (around `Task.sleep`) runs a step per look.
 func expectNoPolling(
   _ executor: OneThreadExecutor, stepsBefore: Int, _ operation: String, waitingFor what: String,
   sourceLocation: SourceLocation = #_sourceLocation
@@ -191,7 +196,7 @@ func expectNoPolling(
     steps <= 4,
     Comment(
       rawValue: "\(operation) polled instead of suspending: it ran \(steps) separate steps on "
-        + "its thread while it waited for \(what) that came half a second late (a loop around "
+        + "its thread while it waited for \(what) that came 1.5 seconds late (a loop around "
         + "Task.sleep that looks whether it came?): each look wakes the thread, and the answer "
         + "waits for the next look"),
     sourceLocation: sourceLocation)

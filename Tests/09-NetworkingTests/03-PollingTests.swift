@@ -72,7 +72,7 @@ private func firstBodies(
 ///
 /// | path | values, end | released | order, count | thread, timing |
 /// | --- | --- | --- | --- | --- |
-/// | 2xx (200…299, 204 empty) | each body as UTF-8 text, whole (characters split between two reads included): `yieldsEachBody`, `everySuccessStatus`, `multibyteBody` | — (the stream goes on) | one value per poll, in the order of the polls, a slow answer included: `slowAnswerKeepsItsPlace` | first poll at once: `firstPollAtOnce`; an interval between polls, fractions of a second included: `subSecondInterval`; the wait suspends: `slowIntervalDoesNotBlock` |
+/// | 2xx (200…299, 204 empty) | each body as UTF-8 text, whole (characters split between two reads included): `yieldsEachBody`, `everySuccessStatus`, `multibyteBody` | — (the stream goes on) | one value per poll, in the order of the polls, a slow answer included: `slowAnswerKeepsItsPlace`; none lost while the listener is busy (whether polling goes on meanwhile or waits for it): `busyListenerGetsEachBody` | first poll at once: `firstPollAtOnce`; an interval between polls, fractions of a second included: `subSecondInterval`; the wait suspends: `slowIntervalDoesNotBlock` |
 /// | 3xx, 4xx, 5xx | throws `PollFailed(status)`, no body yielded: `serverErrorEnds`, `yieldsEachBody` | the session let go: `sessionReleased` | — (the stream ends) | — |
 /// | refused | throws the session's `URLError`: `refusedEnds` | — (nothing was connected; the poller ends with the stream, as on a 500) | — (the stream ends) | — |
 /// | listener breaks | no request after: `breakingStops` | the session let go: `sessionReleased` | — (nobody reads any more) | — |
@@ -108,6 +108,69 @@ struct PollingTests {
           + (seen.count > 3
             ? "yielded its body \"\(seen[3])\" instead"
             : "ended with \(String(describing: error)) instead")))
+  }
+
+  @Test("A listener busy with one body still gets each later one, in order")
+  func busyListenerGetsEachBody() async throws {
+    let server = try startedServer()
+    server.route("/status", [.ok("green"), .ok("amber"), .ok("red"), .status(500, "down")])
+    defer { server.stop() }
+    let session = makeSession()
+
+    // Read in a task of its own, without a deadline of its own: a stream that never ends
+    // is another test's finding, and this one stops looking after four bodies.
+    let url = server.url("/status")
+    let read = Locked<(seen: [String], error: (any Error)?, ended: Bool)>(([], nil, false))
+    let listener = Task {
+      do {
+        for try await body in poll(url, every: .milliseconds(5), session: session) {
+          let count = read.withLock {
+            $0.seen.append(body)
+            return $0.seen.count
+          }
+          // Busy with the first body: until the server has answered every poll (a poller
+          // that goes on meanwhile), or for a second (one that polls when asked).
+          if count == 1 {
+            _ = await eventually(within: .seconds(1)) { server.answered.count >= 4 }
+          }
+          if count == 4 { break }
+        }
+        read.withLock { $0.ended = true }
+      } catch {
+        read.withLock {
+          $0.error = error
+          $0.ended = true
+        }
+      }
+    }
+    _ = await eventually(within: .seconds(4)) { read.value.ended }
+    listener.cancel()
+    let (seen, error, ended) = read.value
+    if !ended {
+      Issue.record(
+        Comment(
+          rawValue: "a listener busy with the first body then read \(seen), and the stream had "
+            + "not ended 4 seconds later, though the server's fourth answer was a 500"))
+      return
+    }
+    #expect(
+      seen == ["green", "amber", "red"],
+      Comment(
+        rawValue: "the server answered green, amber, red while the listener was busy with the "
+          + "first, and the stream gave \(seen)"
+          + (seen.count == 3 && Set(seen) == ["green", "amber", "red"]
+            ? ": they came out of the order of the polls; yield each body in turn, in the "
+              + "order of the polls (a task of its own per poll, or per body, runs in any order)"
+            : "")
+          + (Set(seen).isSubset(of: ["green", "amber", "red"]) && seen.count < 3
+            ? ": bodies that came while the listener was busy were thrown away, which a "
+              + "stream with a bounded buffer (.bufferingNewest, .bufferingOldest) does; the "
+              + "old timer showed every answer, and each one must reach the listener"
+            : "")))
+    #expect(
+      error as? PollFailed == PollFailed(status: 500),
+      "after three bodies the server answered 500: the stream must end with PollFailed(status: 500), not \(String(describing: error))"
+    )
   }
 
   @Test("A slow answer keeps its place: the bodies come in the order of the polls")

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-import WorkbookTesting
+
+@testable import WorkbookTesting
 
 // One at a time: a scope that ends sends on every job held, its own and the others'.
 @Suite("withPlainThreadJobsReordered", .serialized)
@@ -55,6 +56,7 @@ struct ReorderedJobsTests {
   func leavingReleasesTheRest() async {
     let order = Locked<[Int]>([])
     let ranInside = Locked(0)
+    let heldInside = Locked(0)
     await withPlainThreadJobsReordered(window: .seconds(2)) {
       let thread = Thread {
         for number in 1...5 { Task { order.withLock { $0.append(number) } } }
@@ -63,10 +65,28 @@ struct ReorderedJobsTests {
       // Held for the whole window: none has run yet when the scope ends.
       try? await Task.sleep(for: .milliseconds(100))
       ranInside.withLock { $0 = order.value.count }
+      heldInside.withLock { $0 = plainThreadJobsHeld() }
     }
     #expect(ranInside.value == 0, "held tasks ran before the window was over")
+    #expect(heldInside.value >= 5, "plainThreadJobsHeld() counted \(heldInside.value) of 5")
     await eventually("the held tasks to run") { order.value.count == 5 }
     // Sent on backwards; the pool's threads may let a neighbour overtake (see above).
     #expect(order.value != [1, 2, 3, 4, 5], "the held tasks ran in the order they were made")
+  }
+
+  @Test("Tasks started on the support's own watchdog threads are not held")
+  func watchdogJobsGoAsUsual() async {
+    let ran = Locked(false)
+    let ranInside = Locked(false)
+    await withPlainThreadJobsReordered(window: .seconds(2)) {
+      let thread = Thread {
+        ReorderedJobs.markThisThreadAsWatchdog()
+        Task { ran.withLock { $0 = true } }
+      }
+      thread.start()
+      let inTime = await eventually(within: .seconds(1)) { ran.value }
+      ranInside.withLock { $0 = inTime }
+    }
+    #expect(ranInside.value, "a task started on a watchdog's thread was held back")
   }
 }
