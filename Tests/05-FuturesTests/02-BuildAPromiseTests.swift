@@ -135,6 +135,7 @@ private func isCancellation(_ result: Result<some Any, any Error>) -> Bool {
 /// | the task is cancelled before it awaits | `CancellationError` at once: `alreadyCancelledAwaiter` | — | — |
 /// | cancelled at any moment | every awaiter ends: `cancellationRace` | none left stored: `cancellationRace` | — |
 /// | cancelled as the promise completes | one of the two, once: `cancelledAfterResumed` | — | no deadlock: `completionRacesCancellation` |
+/// | completed while its cancel is resuming an awaiter | `CancellationError` or the value, once: `completedWhileACancelResumes` | the awaiter taken out in the step that resumes it: `completedWhileACancelResumes` | the completion inside the cancel's resume, every run: `completedWhileACancelResumes` |
 /// | awaiters arrive as it completes | none lost: `arrivalsRaceTheResult` | — | — |
 /// | completions, arrivals and cancels from random threads | each the one result: `stress`, `randomThreadsRace` | — | — |
 /// | cancelled right after any look at its cancellation (between a check and the store) | `CancellationError` at once: `cancelledRightAfterALook` | none left stored: `cancelledRightAfterALook` | — |
@@ -420,6 +421,42 @@ struct BuildAPromiseTests {
     let gotValue = (try? outcome.get()) == "token-6"
     #expect(gotValue, "the awaiter was resumed with the value before it was cancelled")
     #expect(promise.waitingCount == 0, "a resumed awaiter must be taken out of `waiting`")
+  }
+
+  @Test("A promise completed while a cancel is resuming its awaiter resumes that awaiter once")
+  func completedWhileACancelResumes() async throws {
+    let promise = Promise<String>()
+    // The awaiter runs on an executor that lets the test act inside its resume: while the
+    // cancel is resuming it, on the cancelling thread, the promise is completed.
+    let probe = ResumeProbeExecutor()
+    let awaiter = Task(executorPreference: probe) { try await promise.value }
+    let stored = await eventually { promise.waitingCount == 1 }
+    #expect(stored, "an awaiter of a promise with no result must be stored in `waiting`")
+
+    let canceller = Locked<ObjectIdentifier?>(nil)
+    probe.onNextResume(when: { canceller.value == ObjectIdentifier(Thread.current) }) {
+      _ = promise.succeed("token-7")
+    }
+    Thread.detachNewThread {
+      canceller.withLock { $0 = ObjectIdentifier(Thread.current) }
+      awaiter.cancel()
+    }
+    let outcome = try await withDeadline(
+      .seconds(2), "promise.value in an awaiter cancelled, then completed during the cancel",
+      hint: resumeHint
+    ) {
+      await awaiter.result
+    }
+    #expect(
+      isCancellation(outcome) || (try? outcome.get()) == "token-7",
+      "an awaiter cancelled while the promise was completed gets CancellationError or the value, not \(outcome)"
+    )
+    #expect(
+      promise.waitingCount == 0,
+      Comment(
+        rawValue: "the cancelled awaiter is still in `waiting` after its cancel resumed it: "
+          + "take it out in the same locked step that decides to resume it, or a completion "
+          + "in between resumes it a second time"))
   }
 
   @Test("Awaiters that arrive while the promise is being completed are never lost")

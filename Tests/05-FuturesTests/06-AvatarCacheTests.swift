@@ -132,8 +132,10 @@ private func results(
 /// | a caller cancelled while waiting | `CancellationError`, at once; the others get the avatar: `cancelledCallerLeavesAlone` | the download goes on, its future not cancelled: `cancelledCallerLeavesAlone` | — |
 /// | every caller cancelled | `CancellationError` | the download finishes and is kept: `downloadOutlivesItsCallers` | — |
 /// | a slow download (2.5 s) | the avatar: `slowDownload` | — | the wait blocks no thread: `slowDownload` |
+/// | 16 downloads pending at once | — | — | no thread held per download (no coroutine blocked in `await()`): `waitingDownloadsHoldNoThreads` |
 /// | cancelled at any moment as it begins to wait | `CancellationError`, at once: `cancelledAsItBeginsToWait` | the download goes on | a cancel at a random moment of the caller's first microseconds, from another thread: `cancelledAsItBeginsToWait` |
 /// | two callers at the very same moment | the avatar each | one download: `simultaneousCallersShareOneDownload` | released together on two threads, random offsets: `simultaneousCallersShareOneDownload` |
+/// | cancelled while the download's completion resumes it | the avatar or `CancellationError` | — | no deadlock with `onCancel`: `completionRacesCancellation` |
 /// | cancelled as the download answers | the avatar or `CancellationError` (the task states no preference), resumed once, whether the cancel lands after the avatar resumed the caller and before it ran: `cancelledAfterTheAvatarArrived` | — | — |
 /// | cancelled right after any look at its cancellation (between a check and the store) | `CancellationError`, at once: `cancelledRightAfterALook` | the download goes on | — |
 @Suite("5.6 Avatar cache")
@@ -378,6 +380,30 @@ struct AvatarCacheTests {
       """)
   }
 
+  @Test("Sixteen downloads waiting at once hold no thread each")
+  func waitingDownloadsHoldNoThreads() async throws {
+    let loader = FakeLoader()
+    let cache = AvatarCache(loader: loader)
+    let users = (1...16).map { "user\($0)" }
+
+    let callers = users.map { caller(cache, $0) }
+    let started = await eventually(within: .seconds(2)) { loader.downloads() == users.count }
+    // A moment for anything started per download to get going.
+    try await Task.sleep(for: .milliseconds(100))
+    let waiting = threadsNamed("coroutine")
+    loader.finishAll()
+    _ = try await results(of: callers, hint: valueHint)
+
+    #expect(started, "each of 16 users' avatar should start its own download")
+    #expect(
+      waiting < 4,
+      Comment(
+        rawValue: "while 16 downloads were pending, \(waiting) coroutines were running: each "
+          + "waited for its download with the legacy, blocking await(), which holds a thread "
+          + "of its own for as long as the download takes (a thousand avatars, a thousand "
+          + "threads), where a caller that suspends holds none"))
+  }
+
   @Test("A downloaded avatar is kept: later calls do not download again")
   func keepsTheAvatar() async throws {
     let loader = FakeLoader(.default)
@@ -522,6 +548,37 @@ struct AvatarCacheTests {
     #expect(
       gotTheAvatar || gotCancelled,
       "a caller cancelled as its avatar arrived must get the avatar or CancellationError, not \(result)"
+    )
+  }
+
+  @Test("A download that completes while its caller is being cancelled does not deadlock")
+  func completionRacesCancellation() async throws {
+    let loader = FakeLoader()
+    let cache = AvatarCache(loader: loader)
+    // Completed from another thread once the caller waits; at that moment the caller is
+    // cancelled from a third thread, while the completion is still resuming it.
+    Thread.detachNewThread {
+      let started = waitOnThisThread(upTo: .seconds(2)) { loader.downloads() >= 1 }
+      // Time for the caller to store itself after starting the download.
+      Thread.sleep(forTimeInterval: 0.1)
+      if started { loader.download(0).complete(with: .success(avatarOf("ada"))) }
+    }
+    let outcome = try await withCancellationRacingResume(
+      .seconds(3), "avatar(for:)", hint: valueHint
+    ) {
+      do {
+        return Result<Avatar, any Error>.success(try await cache.avatar(for: "ada"))
+      } catch {
+        return .failure(error)
+      }
+    }
+    let gotTheAvatar = (try? outcome.get()) == avatarOf("ada")
+    let gotCancelled = {
+      if case .failure(let error) = outcome { error is CancellationError } else { false }
+    }()
+    #expect(
+      gotTheAvatar || gotCancelled,
+      "a caller resumed and cancelled at once gets the avatar or CancellationError, not \(outcome)"
     )
   }
 

@@ -81,7 +81,7 @@ func cancelWhileSending(
 /// | unlimited, a burst | never waits: `unlimitedKeepsEverything` | every element, in order: `unlimitedKeepsEverything`, `unlimitedSlowReceiver` | — | — |
 /// | conflated, a receiver behind | never waits: `conflatedBurst` | only the newest: `conflatedKeepsTheNewest`, `conflatedBurst`; increasing, recent, the last one: `conflatedProgress` | — | — |
 /// | a waiting receiver | — | the very next element, none skipped: `conflatedWaitingReceiver` | first come, first served: `waitingReceiversInOrder` | — |
-/// | `close()` | refused after it: `sendAfterClose` | conflated: the newest, then `nil`: `conflatedCloseKeepsTheLast` | `nil`: `closeEndsWaitingReceivers` | — |
+/// | `close()` | refused after it: `sendAfterClose`; before it, accepted even from a cancelled task: `sendFromACancelledTask` | conflated: the newest, then `nil`: `conflatedCloseKeepsTheLast` | `nil`: `closeEndsWaitingReceivers` | — |
 /// | a waiting receiver is cancelled | — | `CancellationError`, takes nothing: `cancelledReceiver` | — | while a send resumes it, no deadlock: `cancelWhileResuming` |
 /// | many senders and receivers | — | nothing twice, nothing invented; unlimited loses nothing: `manySendersAndReceivers` | — | sends from random threads while receivers are cancelled: `sendsFromPlainThreads` |
 /// | an element handed out (buffered, or to a waiting receiver) | — | — | not kept by the channel: `receivedElementsAreReleased` | — |
@@ -251,6 +251,26 @@ struct BufferKindsTests {
 
     #expect(!channel.send(2), "send(_:) accepted an element after close()")
     #expect(try await drain(channel) == [1])
+  }
+
+  @Test(
+    "A send from a cancelled task is accepted while the channel is open",
+    arguments: [BufferKind.unlimited, .conflated])
+  func sendFromACancelledTask(kind: BufferKind) async throws {
+    let channel = NonBlockingChannel<Int>(kind)
+    // Cleanup code in a cancelled task still reports its last progress or log line: only
+    // close() may refuse an element, and send(_:) never waits, so it has nothing to cancel.
+    let accepted = await Task {
+      withUnsafeCurrentTask { $0?.cancel() }
+      return channel.send(7)
+    }.value
+    channel.close()
+
+    #expect(
+      accepted,
+      "send(_:) refused an element from a cancelled task on an open channel: only close() may refuse one"
+    )
+    #expect(try await drain(channel) == (accepted ? [7] : []))
   }
 
   @Test(

@@ -22,7 +22,7 @@ private func offQueueMessage(_ context: RecordContext) -> Comment {
 /// | path | result | records (where touched, order) | thread, timing |
 /// | --- | --- | --- | --- |
 /// | adds, then reads | the count after each, the titles: `touchesRecordsOnTheQueue` | only on the context's queue: `touchesRecordsOnTheQueue` | — |
-/// | mixed with `perform` blocks | the blocks' notes too: `sharesTheQueueInOrder` | one queue, in the order submitted: `sharesTheQueueInOrder` | — |
+/// | mixed with `perform` blocks | the blocks' notes too, in the titles and in the count `add(_:)` returns: `sharesTheQueueInOrder` | one queue, in the order submitted: `sharesTheQueueInOrder` | — |
 /// | many callers and blocks at once | no note lost: `concurrentCallers` | — | — |
 /// | two stores on two contexts | — | each on its own queue: `twoContexts` | — |
 /// | a `perform` block busy for 2.5 s | — | — | no thread of the pool blocked while the actor waits its turn: `waitsWithoutBlocking` |
@@ -51,15 +51,23 @@ struct PerformQueueTests {
     let context = RecordContext()
     let store = NoteStore(context: context)
 
-    let titles = try await withDeadline(.seconds(2), "add(_:) and titles()", hint: hint) {
+    let (count, titles) = try await withDeadline(
+      .seconds(2), "add(_:) and titles()", hint: hint
+    ) {
       context.perform { context.insert("from perform 1") }
-      _ = await store.add("from the actor")
+      let count = await store.add("from the actor")
       context.perform { context.insert("from perform 2") }
       // Queued after the second block on the same serial queue, so it must see it.
-      return await store.titles()
+      return (count, await store.titles())
     }
 
     #expect(titles == ["from perform 1", "from the actor", "from perform 2"])
+    #expect(
+      count == 2,
+      Comment(
+        rawValue: "add(_:) returned \(count) after a perform block had inserted a note and the "
+          + "actor one more: the count is of the context's records, whoever inserted them (the "
+          + "app's old code still inserts through perform), not of the actor's own adds"))
     #expect(context.offQueueAccesses == 0, offQueueMessage(context))
   }
 

@@ -231,7 +231,8 @@ struct DataTaskTests {
   func alreadyCancelled() async throws {
     let server = try startedServer(["/hang": .hang])
     defer { server.stop() }
-    let session = makeSession()
+    // Scripted only to count the data tasks made: the hint depends on whether there was one.
+    let session = ScriptedSession()
     defer { session.invalidateAndCancel() }
     let client = QuoteClient(baseURL: server.url("/"), session: session)
 
@@ -248,8 +249,14 @@ struct DataTaskTests {
     ) {
       try await withDeadline(
         .seconds(2), "fetch(\"/hang\") in a cancelled task",
-        hint: "onCancel ran before the data task existed and the cancel was lost: remember "
-          + "it and cancel the data task once it is created"
+        likelyCause: {
+          session.created.value == 0
+            ? "no data task was made (rightly, for a cancelled caller), but nothing resumed "
+              + "the continuation either: the path that decides not to start must resume it, "
+              + "throwing CancellationError"
+            : "onCancel ran before the data task existed and the cancel was lost: remember "
+              + "it and cancel the data task once it is created"
+        }
       ) {
         try await task.value
       }
