@@ -28,6 +28,7 @@ private func offQueueMessage(_ context: RecordContext) -> Comment {
 /// | a `perform` block busy for 2.5 s | — | — | no thread of the pool blocked while the actor waits its turn: `waitsWithoutBlocking` |
 /// | `assumeIsolated` in a `perform` block | — optional (the hints' `checkIsolated`): an actor that hops with `perform` in each method is right too | | |
 /// | failure, cancellation | — the methods neither throw nor wait on anything cancellable | | |
+/// | jobs run through a queue of the actor's own that targets the context's | — | — on the context's thread, so no test of where records are touched sees it; actor jobs can then overtake a perform block submitted between them, which no test provokes yet (not caught) | — |
 @Suite("7.2 A perform-style scheduler")
 struct PerformQueueTests {
   @Test("Adds and reads notes on the context's queue, and only there")
