@@ -178,8 +178,10 @@ private final class RefusingListener {
       while true {
         let peer = accept(listener.fd, nil, nil)
         guard peer >= 0 else { return }
-        close(peer)
+        // Counted before the close: the client that sees the close may give up at once,
+        // and the test reads the count as soon as it has.
         count.withLock { $0 += 1 }
+        close(peer)
       }
     }
     source.setCancelHandler { withExtendedLifetime(listener) {} }
