@@ -5,7 +5,7 @@ import Foundation
 /// threads, so a test can see how many of them an answer keeps alive.
 public func threadsNamed(_ name: String) -> Int {
   #if os(Linux)
-  let wanted = String(name.utf8.prefix(15))!
+  let wanted = String(decoding: name.utf8.prefix(15), as: UTF8.self)
   let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
   return tasks.filter { id in
     let comm = try? String(contentsOfFile: "/proc/self/task/\(id)/comm", encoding: .utf8)
