@@ -17,6 +17,24 @@ private func first(
   return received
 }
 
+/// Joins `server`, whose welcome has `count` lines, and hangs up once they have all come,
+/// with every callback held back: the welcome, each line and the end wait in `held` until
+/// the test releases them, back to back on one thread.
+private func heldWelcomeLinesAndEnd(
+  from server: ChatServer, lines count: Int
+) async throws -> (held: HeldCallbacks, lines: AsyncThrowingStream<String, any Error>) {
+  let held = HeldCallbacks()
+  let connection = ChatConnection(callbacksVia: held.schedule)
+  let lines = connection.incomingLines()
+  connection.connect(port: server.port, name: "alice") { _ in }
+  let arrived = await eventually { held.heldCount >= 1 + count }
+  try #require(arrived, "the test's server did not send its \(count) lines")
+  connection.disconnect()
+  let ended = await eventually { held.heldCount >= 2 + count }
+  try #require(ended, "the test's connection did not end")
+  return (held, lines)
+}
+
 /// What `collect` saw: the lines, and how the stream ended (nil: it had not ended).
 private struct Collected {
   var lines: [String] = []
@@ -102,17 +120,9 @@ struct IncomingMessagesTests {
     let greeting = (1...200).map { "* line \($0)" }
     let server = try startedServer(greeting: greeting)
     defer { server.stop() }
-    // The connection's callbacks are held back, then run back to back on one thread while
-    // no task can run: the welcome, 200 lines, and the end of the connection.
-    let held = HeldCallbacks()
-    let connection = ChatConnection(callbacksVia: held.schedule)
-    let lines = connection.incomingLines()
-    connection.connect(port: server.port, name: "alice") { _ in }
-    let arrived = await eventually { held.heldCount >= 1 + greeting.count }
-    try #require(arrived, "the test's server did not send its 200 lines")
-    connection.disconnect()
-    let ended = await eventually { held.heldCount >= 2 + greeting.count }
-    try #require(ended, "the test's connection did not end")
+    // The welcome, 200 lines and the end, released back to back on one thread while no task
+    // can run.
+    let (held, lines) = try await heldWelcomeLinesAndEnd(from: server, lines: greeting.count)
     // Without the pool check for that moment: the test holds every thread of the pool itself.
     await withoutPoolCheck { await held.releaseWhileThePoolIsHeld() }
 
@@ -155,15 +165,7 @@ struct IncomingMessagesTests {
     // The welcome, 30 lines and the end are held, then run back to back on one thread,
     // while tasks started on that thread run backwards, as a busy machine may run them:
     // only an order the bridge itself keeps survives.
-    let held = HeldCallbacks()
-    let connection = ChatConnection(callbacksVia: held.schedule)
-    let lines = connection.incomingLines()
-    connection.connect(port: server.port, name: "alice") { _ in }
-    let arrived = await eventually { held.heldCount >= 1 + greeting.count }
-    try #require(arrived, "the test's server did not send its 30 lines")
-    connection.disconnect()
-    let ended = await eventually { held.heldCount >= 2 + greeting.count }
-    try #require(ended, "the test's connection did not end")
+    let (held, lines) = try await heldWelcomeLinesAndEnd(from: server, lines: greeting.count)
 
     let collected = await withPlainThreadJobsReordered(window: .milliseconds(20)) {
       await held.release()

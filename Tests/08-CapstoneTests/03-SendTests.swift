@@ -213,36 +213,13 @@ struct SendTests {
       withUnsafeCurrentTask { $0?.cancel() }
       try await connection.send("from a cancelled task")
     }
-    let outcome = await Result {
-      try await withDeadline(
-        .seconds(2), "send(_:) in a task that was cancelled",
-        hint: "the completion's paths must resume the continuation, cancelled or not"
-      ) {
-        try await sending.value
+    try await expectChatGoesOn(
+      after: sending, on: connection, server: server, heardBy: bob,
+      cancelled: "in a task that was cancelled",
+      gone: { cancelled, next in
+        "after a send in a cancelled task, the connection was gone (the cancelled send \(cancelled), the next one \(next)): the connection belongs to whoever made it, and one cancelled line must not end the chat for everyone else using it"
       }
-    }
-    if case .failure(let error as DeadlineExceeded) = outcome { throw error }
-    await callbacksDelivered(connection)
-    let stillThere = await Result {
-      try await withDeadline(
-        .seconds(2), "send(\"still here\") after a cancelled send",
-        hint: "the completion's paths must resume the continuation"
-      ) {
-        try await connection.send("still here")
-      }
-    }
-    if case .failure(let error as DeadlineExceeded) = stillThere { throw error }
-    #expect(
-      stillThere.failure == nil && server.names.contains("alice"),
-      "after a send in a cancelled task, the connection was gone (the cancelled send \(outcome.described), the next one \(stillThere.described)): the connection belongs to whoever made it, and one cancelled line must not end the chat for everyone else using it"
     )
-    #expect(
-      outcome.failure == nil || outcome.failure is CancellationError,
-      "a send in a cancelled task may go out or throw CancellationError, but it \(outcome.described)"
-    )
-    await eventually("bob to receive the line sent after the cancelled one") {
-      bob.recorder.lines.value.contains("alice: still here")
-    }
   }
 
   @Test(
@@ -269,9 +246,26 @@ struct SendTests {
     // Whatever the cancel set off gets the time to happen before the completion comes.
     try await Task.sleep(for: .milliseconds(100))
     await held.release()
+    try await expectChatGoesOn(
+      after: sending, on: connection, server: server, heardBy: bob,
+      cancelled: "whose task was cancelled while it waited",
+      gone: { cancelled, next in
+        "the task of a send was cancelled while the send waited for its completion, and the connection was gone (the cancelled send \(cancelled), the next one \(next)): the line was already handed over, and the connection carries other lines both ways; cancelling one send must not end the chat (no disconnect() on cancel)"
+      }
+    )
+  }
+
+  /// The contract after a cancelled send: the send returns or throws `CancellationError`,
+  /// and the connection still carries the next line to the other members. `gone` is the
+  /// verdict when it does not, given the cancelled send's and the next send's outcome.
+  private func expectChatGoesOn(
+    after sending: Task<Void, any Error>, on connection: ChatConnection, server: ChatServer,
+    heardBy bob: Member, cancelled situation: String,
+    gone: (_ cancelled: String, _ next: String) -> String
+  ) async throws {
     let outcome = await Result {
       try await withDeadline(
-        .seconds(2), "send(_:) whose task was cancelled while it waited",
+        .seconds(2), "send(_:) \(situation)",
         hint: "the completion's paths must resume the continuation, cancelled or not"
       ) {
         try await sending.value
@@ -281,7 +275,7 @@ struct SendTests {
     await callbacksDelivered(connection)
     let stillThere = await Result {
       try await withDeadline(
-        .seconds(2), "send(\"still here\") after a send cancelled mid-flight",
+        .seconds(2), "send(\"still here\") after a send \(situation)",
         hint: "the completion's paths must resume the continuation"
       ) {
         try await connection.send("still here")
@@ -290,11 +284,10 @@ struct SendTests {
     if case .failure(let error as DeadlineExceeded) = stillThere { throw error }
     #expect(
       stillThere.failure == nil && server.names.contains("alice"),
-      "the task of a send was cancelled while the send waited for its completion, and the connection was gone (the cancelled send \(outcome.described), the next one \(stillThere.described)): the line was already handed over, and the connection carries other lines both ways; cancelling one send must not end the chat (no disconnect() on cancel)"
-    )
+      "\(gone(outcome.described, stillThere.described))")
     #expect(
       outcome.failure == nil || outcome.failure is CancellationError,
-      "a send cancelled while it waited may return or throw CancellationError, but it \(outcome.described)"
+      "a send \(situation) may go out or throw CancellationError, but it \(outcome.described)"
     )
     await eventually("bob to receive the line sent after the cancelled one") {
       bob.recorder.lines.value.contains("alice: still here")
