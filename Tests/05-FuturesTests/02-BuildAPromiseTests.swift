@@ -34,13 +34,46 @@ private func lostContinuationsHint(stuck: Int, stored: Int) -> String {
 }
 
 /// Starts `count` tasks that await `promise`, and waits until every one of them is stored
-/// in it. Says whether they were.
+/// in it. Says whether they were, and if not, what the test saw instead.
 private func startAwaiters<Value>(
   _ count: Int, of promise: Promise<Value>
-) async -> (tasks: [Task<Value, any Error>], allWaiting: Bool) {
-  let tasks = (0..<count).map { _ in Task { try await promise.value } }
+) async -> (tasks: [Task<Value, any Error>], allWaiting: Bool, notStored: Comment) {
+  let returned = Locked(0)
+  let tasks = (0..<count).map { _ in
+    Task {
+      defer { returned.withLock { $0 += 1 } }
+      return try await promise.value
+    }
+  }
   let allWaiting = await eventually { promise.waitingCount == count }
-  return (tasks, allWaiting)
+  return (tasks, allWaiting, notStoredComment(count, stored: promise.waitingCount, returned.value))
+}
+
+/// Why `count` awaiters of a promise with no result were not all found in `waiting`.
+private func notStoredComment(_ count: Int, stored: Int, _ returned: Int) -> Comment {
+  let awaiters = count == 1 ? "the awaiter" : "\(count) awaiters"
+  let rule =
+    "every awaiter of a promise with no result must be stored in `waiting`, and suspend "
+    + "there until complete(with:) resumes it"
+  if returned > 0 {
+    return Comment(
+      rawValue: "\(rule): of \(awaiters), \(returned) returned or threw although the promise "
+        + "had no result yet")
+  }
+  if stored == 0 {
+    return Comment(
+      rawValue: "\(rule): \(awaiters) went on waiting, but "
+        + (count == 1 ? "not in `waiting`" : "none in `waiting`")
+        + ", so complete(with:) has nothing to resume: a wait of another kind (a sleep loop "
+        + "that looks at the result again, a blocked thread)")
+  }
+  if stored < count {
+    return Comment(
+      rawValue: "\(rule): \(count) awaiters went on waiting, and only \(stored) entries were "
+        + "in `waiting`: some continuation was stored under another awaiter's id or key, "
+        + "and replaced it (ids must never repeat, even after an awaiter left)")
+  }
+  return Comment(rawValue: "\(rule): \(count) awaiters, and \(stored) entries in `waiting`")
 }
 
 /// The awaiters' results, in order, each within a deadline.
@@ -146,8 +179,8 @@ struct BuildAPromiseTests {
     arguments: [CallbackScript.synchronously, .default, .later(.milliseconds(100))])
   func awaiterGetsTheValue(script: CallbackScript) async throws {
     let promise = Promise<String>()
-    let (awaiters, waiting) = await startAwaiters(1, of: promise)
-    #expect(waiting, "an awaiter of a promise with no result must be stored in `waiting`")
+    let (awaiters, waiting, notStored) = await startAwaiters(1, of: promise)
+    #expect(waiting, notStored)
 
     script.deliver { promise.succeed("token-1") }
 
@@ -161,7 +194,7 @@ struct BuildAPromiseTests {
   @Test("The first result wins; later attempts are ignored and say so")
   func firstResultWins() async throws {
     let promise = Promise<String>()
-    let (awaiters, _) = await startAwaiters(1, of: promise)
+    let (awaiters, _, _) = await startAwaiters(1, of: promise)
 
     let first = promise.succeed("token-1")
     let second = promise.succeed("token-2")
@@ -225,8 +258,8 @@ struct BuildAPromiseTests {
   @Test("A failure is thrown to every awaiter, early or late")
   func failureReachesEveryone() async throws {
     let promise = Promise<String>()
-    let (awaiters, waiting) = await startAwaiters(5, of: promise)
-    #expect(waiting, "every awaiter of a promise with no result must be stored in `waiting`")
+    let (awaiters, waiting, notStored) = await startAwaiters(5, of: promise)
+    #expect(waiting, notStored)
 
     #expect(
       promise.fail(LoginError.rejected), "the first attempt completes the promise and returns true")
@@ -240,8 +273,8 @@ struct BuildAPromiseTests {
   @Test("Any number of awaiters all get the one value", arguments: [2, 10, 100])
   func manyAwaiters(count: Int) async throws {
     let promise = Promise<Int>()
-    let (awaiters, waiting) = await startAwaiters(count, of: promise)
-    #expect(waiting, "every awaiter of a promise with no result must be stored in `waiting`")
+    let (awaiters, waiting, notStored) = await startAwaiters(count, of: promise)
+    #expect(waiting, notStored)
 
     DispatchQueue.global().async { promise.succeed(42) }
 
@@ -272,8 +305,8 @@ struct BuildAPromiseTests {
   @Test("A cancelled awaiter throws CancellationError at once; the others keep waiting")
   func cancelledAwaiterLeavesTheOthers() async throws {
     let promise = Promise<String>()
-    let (awaiters, waiting) = await startAwaiters(3, of: promise)
-    #expect(waiting, "every awaiter of a promise with no result must be stored in `waiting`")
+    let (awaiters, waiting, notStored) = await startAwaiters(3, of: promise)
+    #expect(waiting, notStored)
 
     awaiters[1].cancel()
     let cancelled = try await withDeadline(
@@ -517,7 +550,7 @@ struct BuildAPromiseTests {
     if await resumesUnderTheLock() { return }
     for round in 1...25 {
       let promise = Promise<Int>()
-      let (early, waiting) = await startAwaiters(48, of: promise)
+      let (early, waiting, _) = await startAwaiters(48, of: promise)
       guard waiting else {
         Issue.record("round \(round): the 48 awaiters were never all stored in `waiting`")
         return
