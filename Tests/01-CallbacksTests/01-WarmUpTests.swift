@@ -16,7 +16,8 @@ import WorkbookTesting
 /// | never answered | — a `Greeter` answers every request once; a continuation never resumed fails every test's deadline | | |
 /// | a failure | — the greeter cannot fail | | |
 /// | two calls at once | — each call has a continuation of its own and shares nothing but the greeter | | |
-/// | cancelled (before, during, after) | — `greet` cannot be cancelled, and the function promises nothing for a cancelled task: it finishes | | |
+/// | cancelled while it waits | the greeting, once, when it comes (`greet` cannot be cancelled, and a non-throwing function has nothing else to give): `cancelledWhileWaiting` | one: `cancelledWhileWaiting` | — |
+/// | cancelled before, after | — as "while it waits": `greet` cannot be cancelled, so nothing differs | | |
 @Suite("1.1 Warm-up")
 struct WarmUpTests {
   /// Synchronously inside the call, soon from another thread, and late from another thread.
@@ -113,5 +114,26 @@ struct WarmUpTests {
     #expect(first == "Hello, Ada!", Self.wrongGreeting(first))
     #expect(second == "Hello, Grace!", Self.wrongGreeting(second))
     #expect(greeter.requestCount == 2, Self.askedAgain(greeter, expected: 2))
+  }
+
+  @Test("A call whose task is cancelled while it waits still ends once, with the greeting")
+  func cancelledWhileWaiting() async throws {
+    let (script, delivered) = countedLater()
+    let greeter = Greeter(script: script)
+
+    let ending = try await endingOfACallCancelledWhileWaiting(
+      "greeting(for:from:)", hint: Self.hint, asked: { greeter.requestCount > 0 },
+      answered: { delivered.value > 0 }
+    ) {
+      await greeting(for: "Ada", from: greeter)
+    }
+
+    #expect(
+      ending.value == "Hello, Ada!",
+      Comment(
+        rawValue: "the task was cancelled while the greeter worked, and greeting(for:from:) "
+          + "returned \(ending.described): greet cannot be cancelled, and the function cannot "
+          + "throw, so it must wait for the greeting and return it, once"))
+    #expect(greeter.requestCount == 1, Self.askedAgain(greeter))
   }
 }

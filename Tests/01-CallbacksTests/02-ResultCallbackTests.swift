@@ -17,7 +17,8 @@ import WorkbookTesting
 /// | success, failure, success on one classifier | each its own outcome: `reuse` | three: `reuse` | — |
 /// | never answered | — an `ImageClassifier` answers every request once; a continuation never resumed fails every test's deadline | | |
 /// | two calls at once | — each call has a continuation of its own and shares nothing but the classifier | | |
-/// | cancelled (before, during, after) | — the classifier cannot cancel, and the function promises nothing for a cancelled task | | |
+/// | cancelled while it waits | the label or `CancellationError`, once, and nothing more when the answer comes: `cancelledWhileWaiting` | one: `cancelledWhileWaiting` | — |
+/// | cancelled before, after | — as "while it waits": the classifier cannot cancel, so nothing differs | | |
 @Suite("1.2 Result callback")
 struct ResultCallbackTests {
   static let scripts: [CallbackScript] = [.synchronously, .default, .later(.milliseconds(200))]
@@ -167,5 +168,32 @@ struct ResultCallbackTests {
     #expect(
       classifier.requestCount == 3,
       "three calls should ask the classifier three times, not \(classifier.requestCount)")
+  }
+
+  @Test(
+    "A call whose task is cancelled while it waits ends once, with the label or CancellationError")
+  func cancelledWhileWaiting() async throws {
+    let (script, delivered) = countedLater()
+    let classifier = Self.makeClassifier(script: script)
+
+    let ending = try await endingOfACallCancelledWhileWaiting(
+      "classify(_:using:)", hint: Self.successHint, asked: { classifier.requestCount > 0 },
+      answered: { delivered.value > 0 }
+    ) {
+      try await classify(Self.cat, using: classifier)
+    }
+
+    if case .failure(let error) = ending {
+      #expect(
+        error is CancellationError,
+        Comment(
+          rawValue: "the task was cancelled while the classifier worked, and "
+            + "classify(_:using:) \(ending.described): a cancelled call may end with the "
+            + "label or with CancellationError, once"))
+    } else {
+      #expect(
+        ending.value == "cat", "classify(_:using:) returned \(ending.described), not the label")
+    }
+    #expect(classifier.requestCount == 1)
   }
 }

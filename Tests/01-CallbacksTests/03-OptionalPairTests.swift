@@ -104,7 +104,8 @@ private final class WarningProbe: Sendable {
 /// | asked again after an empty reply | the value: `reuse` | — | two requests: `reuse` |
 /// | never answered | — an `AddressEncoder` answers every request once; a continuation never resumed fails every test's deadline | | |
 /// | two calls at once | — each call has a continuation of its own and shares nothing but the encoder | | |
-/// | cancelled (before, during, after) | — the encoder cannot cancel, and the function promises nothing for a cancelled task | | |
+/// | cancelled while it waits | the value or `CancellationError`, once, and nothing more when the answer comes: `cancelledWhileWaiting` | — | — |
+/// | cancelled before, after | — as "while it waits": the encoder cannot cancel, so nothing differs | | |
 @Suite("1.3 Optional pair")
 struct OptionalPairTests {
   static let scripts: [CallbackScript] = [.synchronously, .default, .later(.milliseconds(200))]
@@ -270,5 +271,32 @@ struct OptionalPairTests {
     #expect(
       encoder.requestCount == 2,
       "two calls should ask the encoder twice, not \(encoder.requestCount) times")
+  }
+
+  @Test(
+    "A call whose task is cancelled while it waits ends once, with the value or CancellationError")
+  func cancelledWhileWaiting() async throws {
+    let (script, delivered) = countedLater()
+    let encoder = AddressEncoder(reply: .value, script: script)
+    let log = WarningLog()
+
+    let ending = try await endingOfACallCancelledWhileWaiting(
+      Self.name, hint: Self.valueHint, asked: { encoder.requestCount > 0 },
+      answered: { delivered.value > 0 }
+    ) {
+      try await encode(Self.address, using: encoder, reportWarning: log.report)
+    }
+
+    if case .failure(let error) = ending {
+      #expect(
+        error is CancellationError,
+        Comment(
+          rawValue: "the task was cancelled while the encoder worked, and \(Self.name) "
+            + "\(ending.described): a cancelled call may end with the value or with "
+            + "CancellationError, once"))
+    } else {
+      #expect(ending.value == Self.encoded, "\(Self.name) returned \(ending.described)")
+    }
+    #expect(log.warnings.isEmpty, "nothing went wrong, so there is nothing to report")
   }
 }

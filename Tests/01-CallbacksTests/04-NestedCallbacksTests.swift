@@ -18,7 +18,8 @@ import WorkbookTesting
 /// | another item after a failure | its image and metadata: `reuse` | — | — |
 /// | never answered | — the downloader answers every request once; a continuation never resumed fails every test's deadline | | |
 /// | two calls at once | — each call has continuations of its own and shares nothing but the downloader | | |
-/// | cancelled (before, during, after) | — the downloader cannot cancel, and the function promises nothing for a cancelled task | | |
+/// | cancelled while the image is on its way | the item or `CancellationError`, once, and nothing more when the image comes: `cancelledWhileWaiting` | — | — |
+/// | cancelled before, after | — as "while it waits": the downloader cannot cancel, so nothing differs | | |
 @Suite("1.4 Nested callbacks")
 struct NestedCallbacksTests {
   static let sunset = URL(string: "https://images.example/sunset.png")!
@@ -190,5 +191,30 @@ struct NestedCallbacksTests {
     }
 
     #expect(item == GalleryItem(image: Self.sunsetBytes, metadata: Self.sunsetMetadata))
+  }
+
+  @Test(
+    "A call whose task is cancelled while it waits ends once, with the item or CancellationError")
+  func cancelledWhileWaiting() async throws {
+    let (imageScript, delivered) = countedLater()
+    let downloader = ImageDownloader(catalogue: Self.catalogue, imageScript: imageScript)
+
+    let ending = try await endingOfACallCancelledWhileWaiting(
+      Self.name, hint: Self.hint, asked: { !downloader.events.isEmpty },
+      answered: { delivered.value > 0 }
+    ) {
+      try await loadGalleryItem(Self.sunset, from: downloader)
+    }
+
+    if case .failure(let error) = ending {
+      #expect(
+        error is CancellationError,
+        Comment(
+          rawValue: "the task was cancelled while the image was on its way, and \(Self.name) "
+            + "threw \(error): a cancelled call may end with the item or with "
+            + "CancellationError, once"))
+    } else {
+      #expect(ending.value == GalleryItem(image: Self.sunsetBytes, metadata: Self.sunsetMetadata))
+    }
   }
 }

@@ -18,7 +18,8 @@ import WorkbookTesting
 /// | slow station (2.5 s) | the reading: `slowStationDoesNotBlock` | — | — | holds no thread of the pool, in any task: `slowStationDoesNotBlock` |
 /// | the app's main thread busy | the reading, while it is still busy: `asyncAPIDoesNotWaitForTheMainThread` | — | — | no hop through the main thread: `asyncAPIDoesNotWaitForTheMainThread` |
 /// | never answered | — a `WeatherStation` answers every request once; a continuation never resumed fails every test's deadline | | | |
-/// | cancelled (before, during, after) | — the station cannot cancel, and the API promises nothing for a cancelled task | | | |
+/// | cancelled while it waits | the reading or `CancellationError`, once, and nothing more when the answer comes: `cancelledWhileWaiting` | one: `cancelledWhileWaiting` | — | — |
+/// | cancelled before, after | — as "while it waits": the station cannot cancel, so nothing differs | | | |
 @Suite("1.5 Keep both APIs")
 struct KeepBothAPIsTests {
   static let resumeHint =
@@ -274,5 +275,32 @@ struct KeepBothAPIsTests {
     }
 
     #expect(reading == WeatherReading(city: "Perth", celsius: 31.25))
+  }
+
+  @Test(
+    "A call whose task is cancelled while it waits ends once, with the reading or CancellationError"
+  )
+  func cancelledWhileWaiting() async throws {
+    let (script, delivered) = countedLater()
+    let station = WeatherStation(readings: Self.readings, script: script)
+
+    let ending = try await endingOfACallCancelledWhileWaiting(
+      "currentReading(for:)", hint: Self.resumeHint, asked: { station.requestCount > 0 },
+      answered: { delivered.value > 0 }
+    ) {
+      try await station.currentReading(for: "Lima")
+    }
+
+    if case .failure(let error) = ending {
+      #expect(
+        error is CancellationError,
+        Comment(
+          rawValue: "the task was cancelled while the station worked, and currentReading(for:) "
+            + "\(ending.described): a cancelled call may end with the reading or with "
+            + "CancellationError, once"))
+    } else {
+      #expect(ending.value == WeatherReading(city: "Lima", celsius: 19.0))
+    }
+    #expect(station.requestCount == 1, "the async API should ask the station exactly once")
   }
 }

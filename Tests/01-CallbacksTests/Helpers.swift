@@ -115,3 +115,60 @@ func waitedForTheMainThread(_ operationName: String) -> Comment {
   one waiting for the answer.
   """
 }
+
+/// How a call ended whose task was cancelled while it waited for its legacy answer.
+///
+/// Runs `operation` in a task and cancels the task once the legacy request is out
+/// (`asked()`), with the answer still to come: the fakes here cannot be cancelled, so the
+/// answer comes anyway. Once the call has ended, waits until the answer has been delivered
+/// (`answered()`) and a little longer, so that a bridge that resumes for the cancel and then
+/// again for the answer stops the process in this test, where the runner names it.
+func endingOfACallCancelledWhileWaiting<T: Sendable>(
+  _ operationName: String, hint: String,
+  asked: @escaping @Sendable () -> Bool, answered: @escaping @Sendable () -> Bool,
+  sourceLocation: SourceLocation = #_sourceLocation,
+  _ operation: @escaping @Sendable () async throws -> T
+) async throws -> Result<T, any Error> {
+  let call = Task { try await operation() }
+  let out = await eventually { asked() }
+  try #require(
+    out, "\(operationName) never made its legacy request", sourceLocation: sourceLocation)
+  call.cancel()
+  let ending = try await withDeadline(
+    .seconds(3), "\(operationName) in a task cancelled while it waited", hint: hint,
+    sourceLocation: sourceLocation
+  ) {
+    await call.result
+  }
+  _ = await eventually { answered() }
+  try await Task.sleep(for: .milliseconds(100))
+  return ending
+}
+
+/// A script that calls back once, `delay` after the call, on a background queue, and counts
+/// the answers it has delivered: for a test that must know when the answer has come.
+func countedLater(
+  _ delay: Duration = .milliseconds(300)
+) -> (script: CallbackScript, delivered: Locked<Int>) {
+  let delivered = Locked(0)
+  let scheduler = CallbackScheduler(name: "a background queue, after \(delay)") { work in
+    DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) {
+      work()
+      delivered.withLock { $0 += 1 }
+    }
+  }
+  return (CallbackScript(timing: .scheduled(scheduler)), delivered)
+}
+
+extension Result where Failure == any Error {
+  /// The value, if it is a success.
+  var value: Success? { try? get() }
+
+  /// What the call did, for a message: "\"VALUE\"", or "threw ERROR".
+  var described: String {
+    switch self {
+    case .success(let value): "\"\(value)\""
+    case .failure(let error): "threw \(error)"
+    }
+  }
+}
