@@ -13,6 +13,7 @@ import WorkbookTesting
 /// | greeting on the caller's own thread, 0.5 s later | the greeting: `suspendsWhileWaiting` | one: `suspendsWhileWaiting` | suspends, neither blocks nor polls: `suspendsWhileWaiting` |
 /// | the app's main thread busy | the greeting, while it is still busy: `doesNotWaitForTheMainThread` | — | no hop through the main thread: `doesNotWaitForTheMainThread` |
 /// | a second call on the same greeter | its own greeting: `secondCall` | two: `secondCall` | — |
+/// | greeting 2.5 s later | the greeting: `slowGreeterHoldsNoThread` | — | holds no thread of the pool while it waits, in any task: `slowGreeterHoldsNoThread` |
 /// | never answered | — a `Greeter` answers every request once; a continuation never resumed fails every test's deadline | | |
 /// | a failure | — the greeter cannot fail | | |
 /// | two calls at once | — each call has a continuation of its own and shares nothing but the greeter | | |
@@ -132,5 +133,16 @@ struct WarmUpTests {
     // that it ends, once, is.
     _ = ending
     #expect(greeter.requestCount == 1, Self.askedAgain(greeter))
+  }
+
+  @Test("Suspends while a slow greeter works, holding no thread of the pool")
+  func slowGreeterHoldsNoThread() async throws {
+    let greeter = Greeter(script: slowAnswer)
+
+    let received = try await expectHoldsNoThread("greeting(for:from:)") {
+      await greeting(for: "Ada", from: greeter)
+    }
+
+    #expect(received == "Hello, Ada!", Self.wrongGreeting(received))
   }
 }

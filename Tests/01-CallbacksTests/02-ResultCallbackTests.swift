@@ -15,6 +15,7 @@ import WorkbookTesting
 /// | answer on the caller's own thread, 0.5 s later | the label: `suspendsWhileWaiting` | — | suspends, neither blocks nor polls: `suspendsWhileWaiting` |
 /// | the app's main thread busy | the label, while it is still busy: `doesNotWaitForTheMainThread` | — | no hop through the main thread: `doesNotWaitForTheMainThread` |
 /// | success, failure, success on one classifier | each its own outcome: `reuse` | three: `reuse` | — |
+/// | answer 2.5 s later | the label: `slowClassifierHoldsNoThread` | — | holds no thread of the pool while it waits, in any task: `slowClassifierHoldsNoThread` |
 /// | never answered | — an `ImageClassifier` answers every request once; a continuation never resumed fails every test's deadline | | |
 /// | two calls at once | — each call has a continuation of its own and shares nothing but the classifier | | |
 /// | cancelled while it waits | the label or `CancellationError`, once, and nothing more when the answer comes: `cancelledWhileWaiting` | one: `cancelledWhileWaiting` | — |
@@ -195,5 +196,16 @@ struct ResultCallbackTests {
         ending.value == "cat", "classify(_:using:) returned \(ending.described), not the label")
     }
     #expect(classifier.requestCount == 1)
+  }
+
+  @Test("Suspends while a slow classifier works, holding no thread of the pool")
+  func slowClassifierHoldsNoThread() async throws {
+    let classifier = Self.makeClassifier(script: slowAnswer)
+
+    let label = try await expectHoldsNoThread("classify(_:using:)") {
+      try await classify(Self.cat, using: classifier)
+    }
+
+    #expect(label == "cat", "classify(_:using:) must return the label the classifier gives")
   }
 }

@@ -102,6 +102,7 @@ private final class WarningProbe: Sendable {
 /// | (nil, nil) | `EmptyEncoderReply`: `neither` | — | — |
 /// | answer on the caller's own thread, 0.5 s later | the value: `suspendsWhileWaiting` | — | suspends, neither blocks nor polls: `suspendsWhileWaiting` |
 /// | asked again after an empty reply | the value: `reuse` | — | two requests: `reuse` |
+/// | answer 2.5 s later | the value: `slowEncoderHoldsNoThread` | — | holds no thread of the pool while it waits, in any task: `slowEncoderHoldsNoThread` |
 /// | never answered | — an `AddressEncoder` answers every request once; a continuation never resumed fails every test's deadline | | |
 /// | two calls at once | — each call has a continuation of its own and shares nothing but the encoder | | |
 /// | cancelled while it waits | the value or `CancellationError`, once, and nothing more when the answer comes: `cancelledWhileWaiting` | — | — |
@@ -298,5 +299,17 @@ struct OptionalPairTests {
       #expect(ending.value == Self.encoded, "\(Self.name) returned \(ending.described)")
     }
     #expect(log.warnings.isEmpty, "nothing went wrong, so there is nothing to report")
+  }
+
+  @Test("Suspends while a slow encoder works, holding no thread of the pool")
+  func slowEncoderHoldsNoThread() async throws {
+    let encoder = AddressEncoder(reply: .value, script: slowAnswer)
+    let log = WarningLog()
+
+    let result = try await expectHoldsNoThread(Self.name) {
+      try await encode(Self.address, using: encoder, reportWarning: log.report)
+    }
+
+    #expect(result == Self.encoded, "a value alone must be returned unchanged")
   }
 }

@@ -16,6 +16,7 @@ import WorkbookTesting
 /// | metadata fails | `metadataUnavailable`: `metadataFails` | — | — |
 /// | answers on the caller's own thread, late | both parts: `suspendsWhileWaiting` | — | suspends for each, neither blocks nor polls: `suspendsWhileWaiting` |
 /// | another item after a failure | its image and metadata: `reuse` | — | — |
+/// | image and metadata 2.5 s late each | the item: `slowDownloaderHoldsNoThread` | — | holds no thread of the pool while it waits, in any task: `slowDownloaderHoldsNoThread` |
 /// | never answered | — the downloader answers every request once; a continuation never resumed fails every test's deadline | | |
 /// | two calls at once | — each call has continuations of its own and shares nothing but the downloader | | |
 /// | cancelled while the image is on its way | the item or `CancellationError`, once, and nothing more when the image comes: `cancelledWhileWaiting` | — | — |
@@ -216,5 +217,17 @@ struct NestedCallbacksTests {
     } else {
       #expect(ending.value == GalleryItem(image: Self.sunsetBytes, metadata: Self.sunsetMetadata))
     }
+  }
+
+  @Test("Suspends while a slow downloader works, holding no thread of the pool")
+  func slowDownloaderHoldsNoThread() async throws {
+    let downloader = ImageDownloader(
+      catalogue: Self.catalogue, imageScript: slowAnswer, metadataScript: slowAnswer)
+
+    let item = try await expectHoldsNoThread(Self.name) {
+      try await loadGalleryItem(Self.sunset, from: downloader)
+    }
+
+    #expect(item == GalleryItem(image: Self.sunsetBytes, metadata: Self.sunsetMetadata))
   }
 }

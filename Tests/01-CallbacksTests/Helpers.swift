@@ -172,3 +172,23 @@ extension Result where Failure == any Error {
     }
   }
 }
+
+/// How late ``expectHoldsNoThread(_:_:)``'s answers come: longer than the pool check's
+/// patience, so that a thread held while waiting for one is seen.
+let slowAnswer = CallbackScript.later(.milliseconds(2500))
+
+/// Runs `operation`, whose legacy answer comes late (``slowAnswer``), and checks that no
+/// thread of the concurrency pool is held while it waits: a semaphore or a group's wait, in
+/// this task or in another one it started (`Task.detached` too), is seen and named.
+@discardableResult
+func expectHoldsNoThread<T: Sendable>(
+  _ operationName: String, sourceLocation: SourceLocation = #_sourceLocation,
+  _ operation: @escaping @Sendable () async throws -> T
+) async throws -> T {
+  try await withDeadline(
+    .seconds(10), operationName,
+    hint: "\(operationName) holds a thread of the concurrency pool while the legacy call "
+      + "works; moving the wait into another task still holds a thread, so suspend on a "
+      + "continuation instead",
+    sourceLocation: sourceLocation, operation)
+}
