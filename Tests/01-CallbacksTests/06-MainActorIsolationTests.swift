@@ -14,14 +14,16 @@ import WorkbookTesting
 /// | count inside the call, soon, later | the count: `refreshShowsTheCount`; in the job refresh() returns in: `countShownAtReturn` | one: `refreshShowsTheCount` | no main-actor trap on the pedometer's thread: every test |
 /// | count 200 ms late | the count: `refreshWaitsForTheCount` | — | — |
 /// | the pedometer's handler runs | — | — | steps changes only on the main actor: `stepsChangeOnTheMainActor` |
-/// | waiting for the count | nil meanwhile: `refreshSuspends` | — | the main actor stays free: `refreshSuspends` |
+/// | waiting for the count | nil meanwhile: `refreshSuspends` | — | the main actor stays free: `refreshSuspends`; nothing polls on it: `refreshDoesNotPoll` |
+/// | a count of 0 (a day just begun) | 0, not the earlier count: `refreshingAgainShowsTheNewCount` | — | — |
 /// | refreshed again | the new count: `refreshingAgainShowsTheNewCount` | two: `refreshingAgainShowsTheNewCount` | — |
 /// | never answered, a failure | — a `StepCounter` answers every request once and cannot fail | | |
 /// | two refreshes at once | — both set the same count on the main actor; refresh() promises nothing more | | |
 /// | cancelled (before, during, after) | — the pedometer cannot cancel, and refresh() promises nothing for a cancelled task | | |
-// The view model is main-actor isolated, so these tests run on the main actor too.
+// The view model is main-actor isolated, so these tests run on the main actor too. One at a
+// time: `refreshDoesNotPoll` measures the CPU time the whole process uses.
 @MainActor
-@Suite("1.6 Swift 6 isolation")
+@Suite("1.6 Swift 6 isolation", .serialized)
 struct MainActorIsolationTests {
   static let hint =
     "the pedometer's handler never resumes the continuation, or refresh() never awaits it"
@@ -185,5 +187,40 @@ struct MainActorIsolationTests {
     #expect(
       counter.requestCount == 2,
       "two refreshes should ask the pedometer twice, not \(counter.requestCount) times")
+
+    // Just after midnight: 0 is a count like any other.
+    counter.steps = 0
+    try await withDeadline(.seconds(2), "a third refresh()", hint: Self.hint) {
+      await model.refresh()
+    }
+    #expect(
+      model.steps == 0,
+      "the pedometer reported 0 steps, and refresh() left steps at \(String(describing: model.steps)): 0 is today's count, so show it"
+    )
+  }
+
+  @Test("refresh() does not spin on the main actor while it waits for the count")
+  func refreshDoesNotPoll() async throws {
+    // The pedometer answers 1.5 s late, on a background thread: a refresh() that suspends
+    // uses next to no CPU time meanwhile; one that spins on the main actor (a Task.yield()
+    // loop checking for the count) uses a core's worth, or its share of one on a busy
+    // machine: over 250 ms even beside 10 busy loops on 2 cores, where a refresh() that
+    // suspends uses about 30 ms (the test's own deadline), several times that under the
+    // Thread Sanitizer.
+    let counter = StepCounter(steps: 2_600, script: .later(.milliseconds(1500)))
+    let model = StepsViewModel(counter: counter)
+
+    let before = processCPUMilliseconds()
+    try await withDeadline(.seconds(5), "refresh()", hint: Self.hint) { await model.refresh() }
+    let used = processCPUMilliseconds() - before
+
+    #expect(model.steps == 2_600, Self.notShown(model.steps, expected: 2_600))
+    #expect(
+      used <= (underThreadSanitizer ? 600 : 150),
+      Comment(
+        rawValue: "refresh() kept the main actor busy while it waited: in the 1.5 s the "
+          + "pedometer took, the tests' process used \(used) ms of CPU time (a Task.yield() "
+          + "loop checking for the count?), where a refresh() that suspends on a "
+          + "continuation uses next to none until the count comes"))
   }
 }
