@@ -24,6 +24,7 @@ public final class ResumeProbeExecutor: TaskExecutor, Sendable {
   }
 
   private let armed = Mutex<Probe?>(nil)
+  private let hold = Mutex<(@Sendable () -> Bool)?>(nil)
   private let probesRun = Atomic(0)
 
   public init() {}
@@ -42,6 +43,19 @@ public final class ResumeProbeExecutor: TaskExecutor, Sendable {
     }
     let executor = asUnownedTaskExecutor()
     DispatchQueue.global().async { job.runSynchronously(on: executor) }
+    if let released = hold.withLock({ $0.take() }) {
+      probesRun.add(1, ordering: .relaxed)
+      _ = waitOnThisThread(upTo: .seconds(1), until: released)
+    }
+  }
+
+  /// The next time a task with this executor as its preference is resumed, holds the
+  /// resuming thread in its `resume` call, after the task is queued, until `released` holds
+  /// (for at most a second): the task goes on while the code that resumed it waits, so
+  /// whatever that code does after resuming (let go of a delegate, say) comes after, every
+  /// run. Counts in ``probesFired``.
+  public func holdNextResumer(until released: @escaping @Sendable () -> Bool) {
+    hold.withLock { $0 = released }
   }
 
   /// Runs `probe` once, the next time a task with this executor as its preference is

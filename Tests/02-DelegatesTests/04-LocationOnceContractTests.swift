@@ -98,8 +98,8 @@ extension LocationOnceTests {
     #expect(
       seen == "none",
       """
-      when the caller was resumed, the manager's delegate was still \(seen), set by this \
-      call: the manager goes on reporting to it (here the second location, already on its \
+      when currentLocation(using:) returned, the manager's delegate was still \(seen), set by \
+      this call: the manager goes on reporting to it (here the second location, already on its \
       way) after the caller has its answer, until the object happens to be freed. A \
       one-shot call is done with the manager when it answers: it must stop listening \
       before its caller goes on, as it stops the updates

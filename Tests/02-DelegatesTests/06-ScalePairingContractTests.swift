@@ -29,7 +29,7 @@ extension ScalePairingTests {
     #expect(
       seen == "none",
       """
-      when the caller was resumed, the session's delegate was still \(seen), set by this \
+      when pairScale returned, the session's delegate was still \(seen), set by this \
       pairing: the session goes on reporting to it (a repeated outcome, a failure after the \
       pairing) after the caller has its answer, until the object happens to be freed. A \
       pairing is done with the session when it answers: it must stop listening before its \

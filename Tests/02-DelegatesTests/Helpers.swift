@@ -224,37 +224,40 @@ func resumedAfterTheReport(_ operationName: String, outside: Int) -> Comment {
   """
 }
 
-/// What a one-shot call left on the framework object when its caller was resumed.
+/// What a one-shot call left on the framework object when its caller went on.
 struct DelegateAtResume<Value: Sendable>: Sendable {
   /// What the call returned.
   var value: Value
-  /// "none", or "a TYPE": the framework's delegate, read inside the caller's resume.
+  /// "none", or "a TYPE": the framework's delegate, read as the call returned.
   var delegate: String
   /// False when the caller was never resumed through the probe.
   var resumed: Bool
 }
 
-/// Runs `call` on a ``ResumeProbeExecutor`` whose framework reports through `gate`; once the
-/// report that answers it is held, reads `delegate()` inside the caller's resume: on the
-/// thread of that report, before anything else runs. A one-shot call must have let go by
-/// then.
+/// Runs `call` on a ``ResumeProbeExecutor`` whose framework reports through `gate`, and reads
+/// `delegate()` the moment the call returns. The first report that resumes the call's task
+/// is held in its `resume` until then (for at most a second), so whatever the reporting
+/// thread would do after resuming (let go of the delegate, say) comes too late, every run.
+/// A one-shot call must have let go by the time its caller goes on, however it waits.
 func delegateAtResume<Value: Sendable>(
   of call: @escaping @Sendable () async throws -> Value, gate: CallbackGate,
   delegate: @escaping @Sendable () -> AnyObject?, started: Comment, name: String, hint: String,
   sourceLocation: SourceLocation = #_sourceLocation
 ) async throws -> DelegateAtResume<Value> {
   let probe = ResumeProbeExecutor()
-  let task = Task(executorPreference: probe) { try await call() }
-  try #require(await eventually { gate.heldCount == 1 }, started, sourceLocation: sourceLocation)
-  for _ in 0..<20 { await Task.yield() }
   let seen = Locked<String?>(nil)
-  probe.onNextResume {
+  let task = Task(executorPreference: probe) {
+    let value = try await call()
     let current = delegate()
     seen.withLock { $0 = current.map { "a \(type(of: $0))" } ?? "none" }
+    return value
   }
+  try #require(await eventually { gate.heldCount == 1 }, started, sourceLocation: sourceLocation)
+  for _ in 0..<20 { await Task.yield() }
+  probe.holdNextResumer { seen.value != nil }
   gate.open()
   let value = try await withDeadline(
-    .seconds(2), name, hint: hint, sourceLocation: sourceLocation
+    .seconds(3), name, hint: hint, sourceLocation: sourceLocation
   ) {
     try await task.value
   }

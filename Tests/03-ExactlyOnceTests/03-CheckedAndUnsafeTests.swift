@@ -14,7 +14,7 @@ import WorkbookTesting
 ///
 /// | path | result | kind of continuation | misuse reported |
 /// | --- | --- | --- | --- |
-/// | `.standard` in a debug build | — | checked: `debugBuildsAreChecked` | — |
+/// | `.standard` in a debug build | — | checked: `debugBuildsAreChecked`; `reading`'s default too: `readingChecksByDefault` | a leak through the default: `readingChecksByDefault` |
 /// | `.standard` in a release build | — the tests run a debug build only: a release-only choice cannot be observed by them | | |
 /// | `.checked`, `.unchecked` asked for | — | the kind asked for: `handsOutTheRequestedKind` | — |
 /// | a read, both ways (inside the call, on threads) | the same value: `sameValueBothWays` | — | — |
@@ -140,6 +140,24 @@ struct CheckedAndUnsafeTests {
     #expect(
       said.contains("reading(of:from:checking:) leaked its continuation"),
       "the checked path must report the leak and name the bridge; the runtime said: \(said)")
+  }
+
+  @Test("reading(of:from:) with no setting checks, in the debug build the tests run")
+  func readingChecksByDefault() async throws {
+    let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+      let silent = SensorHub(script: .never)
+      Task { _ = await reading(of: 1, from: silent) }
+      try await untilTheHubDroppedItsCallback(silent)
+    }
+    let said = misuseMessage(in: result)
+    #expect(
+      said.contains("reading(of:from:checking:) leaked its continuation"),
+      """
+      reading(of:from:) called without a setting did not report a dropped continuation, so \
+      its default is not checked in this debug build: the dashboard's calls use the \
+      default, and it must be .standard, which checks wherever tests and development run; \
+      the runtime said: \(said)
+      """)
   }
 
   @Test("With checks off, the same leak goes unreported: that is what unchecked costs")
