@@ -69,7 +69,7 @@ private func numbers(
 ///
 /// | path | samples (count, order) | end | hub (receipts, running) | thread, timing |
 /// | --- | --- | --- | --- | --- |
-/// | nobody reads while the hub sends | the newest `capacity`, in order: `keepsTheNewestSamples` | — | each sample's receipt, kept or the one really lost: `keepsTheNewestSamples` | inside `startMeasuring`, on its queue, later: `keepsTheNewestSamples` |
+/// | nobody reads while the hub sends | the newest `capacity`, in order: `keepsTheNewestSamples` | — | each sample's receipt, kept or the one really lost: `keepsTheNewestSamples`; started before the call returns: `keepsTheNewestSamples` | inside `startMeasuring`, on its queue, later: `keepsTheNewestSamples` |
 /// | the hub's session ends | each sample received or reported lost: `endsAfterTheLastSample` | after the last sample: `endsAfterTheLastSample` | — | — |
 /// | the loop breaks | — | — | stopped at its next sample (`.closed`): `stopsTheHubWhenTheLoopBreaks` | — |
 /// | the task is cancelled | — | the loop ends: `stopsTheHubWhenTheTaskIsCancelled` | stopped at its next sample: `stopsTheHubWhenTheTaskIsCancelled` | — |
@@ -85,6 +85,10 @@ struct PressureTests {
     let hub = TelemetryHub(sampleCount: 10, script: script)
 
     let stream = samples(from: hub, keepingNewest: 3)
+    #expect(
+      hub.isMeasuring || hub.hasFinished,
+      "samples(from:keepingNewest:) returned before it started the hub: start it inside the call, so the session begins when the caller asks for it (a hub that delivers inside startMeasuring delivers then), not at some later moment from a task of its own"
+    )
     // Nobody reads until the hub has handed over all ten samples.
     let done = await eventually { hub.hasFinished }
     try #require(
