@@ -16,6 +16,7 @@ import WorkbookTesting
 /// | the pedometer's handler runs | — | — | steps changes only on the main actor: `stepsChangeOnTheMainActor` |
 /// | waiting for the count | nil meanwhile: `refreshSuspends` | — | the main actor stays free: `refreshSuspends`; nothing polls on it: `refreshDoesNotPoll` |
 /// | a count of 0 (a day just begun) | 0, not the earlier count: `refreshingAgainShowsTheNewCount` | — | — |
+/// | count 2.5 s late | the count: `slowPedometerHoldsNoThread` | — | holds no thread of the pool while it waits, in any task: `slowPedometerHoldsNoThread` |
 /// | refreshed again | the new count: `refreshingAgainShowsTheNewCount` | two: `refreshingAgainShowsTheNewCount` | — |
 /// | never answered, a failure | — a `StepCounter` answers every request once and cannot fail | | |
 /// | two refreshes at once | — both set the same count on the main actor; refresh() promises nothing more | | |
@@ -183,7 +184,15 @@ struct MainActorIsolationTests {
       await model.refresh()
     }
 
-    #expect(model.steps == 4_321, Self.notShown(model.steps, expected: 4_321))
+    #expect(
+      counter.requestCount > 1 || model.steps == 4_321,
+      Comment(
+        rawValue: "the second refresh() never asked the pedometer (1 request in all) and kept "
+          + "showing \(model.steps.map(String.init) ?? "nothing"): it reused the first answer (a "
+          + "guard on steps, a task stored and awaited again?); each refresh asks anew"))
+    #expect(
+      counter.requestCount == 1 || model.steps == 4_321,
+      Self.notShown(model.steps, expected: 4_321))
     #expect(
       counter.requestCount == 2,
       "two refreshes should ask the pedometer twice, not \(counter.requestCount) times")
@@ -222,5 +231,15 @@ struct MainActorIsolationTests {
           + "pedometer took, the tests' process used \(used) ms of CPU time (a Task.yield() "
           + "loop checking for the count?), where a refresh() that suspends on a "
           + "continuation uses next to none until the count comes"))
+  }
+
+  @Test("refresh() holds no thread of the pool while a slow pedometer works")
+  func slowPedometerHoldsNoThread() async throws {
+    let counter = StepCounter(steps: 9_001, script: slowAnswer)
+    let model = StepsViewModel(counter: counter)
+
+    try await expectHoldsNoThread("refresh()") { await model.refresh() }
+
+    #expect(model.steps == 9_001, Self.notShown(model.steps, expected: 9_001))
   }
 }
