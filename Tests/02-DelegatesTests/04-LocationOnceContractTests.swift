@@ -93,7 +93,10 @@ extension LocationOnceTests {
     #expect(
       location == office,
       "currentLocation(using:) returned \(location), not the manager's first location \(office)")
-    #expect(outcome.resumed, "the caller of currentLocation(using:) was never resumed")
+    #expect(
+      outcome.resumed,
+      "currentLocation(using:) returned without ever suspending and being resumed: it waited by holding its thread (a semaphore or another blocking wait) instead of suspending until the manager reports"
+    )
     let seen = outcome.delegate
     #expect(
       seen == "none",

@@ -24,7 +24,10 @@ extension ScalePairingTests {
     #expect(
       scale == bathroomScale,
       "pairScale returned \(scale), not the scale the session paired with, \(bathroomScale)")
-    #expect(outcome.resumed, "the caller of pairScale was never resumed")
+    #expect(
+      outcome.resumed,
+      "pairScale returned without ever suspending and being resumed: it waited by holding its thread (a semaphore or another blocking wait) instead of suspending until the session reports"
+    )
     let seen = outcome.delegate
     #expect(
       seen == "none",
