@@ -77,6 +77,7 @@ public final class VibrationSensor: @unchecked Sendable {
   private let interval: Duration
   private let measuresInsideStart: Bool
   private let sendsRunInsideStart: Bool
+  private let pauseTakes: Duration
   private let queue = DispatchQueue(label: "VibrationSensor")
   private let lock = NSLock()
   private weak var storedDelegate: VibrationSensorDelegate?
@@ -99,15 +100,19 @@ public final class VibrationSensor: @unchecked Sendable {
   ///     ``start()``, on the caller's thread, back to back, before it returns (a data logger
   ///     emptying its memory). A ``pause()`` meanwhile holds back the rest, which come on the
   ///     sensor's queue after ``resume()``, every `interval`.
+  ///   - pauseTakes: How long ``pause()`` takes to reach the hardware: the call returns, and
+  ///     the readings stop, only after this long (a resume that comes meanwhile finds the
+  ///     sensor not yet paused, and does nothing).
   public init(
     runs: [Run], interval: Duration = .milliseconds(1), measuresInsideStart: Bool = false,
-    sendsRunInsideStart: Bool = false
+    sendsRunInsideStart: Bool = false, pauseTakes: Duration = .zero
   ) {
     precondition(!runs.isEmpty, "a sensor needs at least one run")
     self.runs = runs
     self.interval = interval
     self.measuresInsideStart = measuresInsideStart
     self.sendsRunInsideStart = sendsRunInsideStart
+    self.pauseTakes = pauseTakes
   }
 
   /// Whether the sensor is measuring (paused or not).
@@ -158,6 +163,7 @@ public final class VibrationSensor: @unchecked Sendable {
 
   /// Holds back the readings until ``resume()``. None is lost.
   public func pause() {
+    if pauseTakes > .zero { Thread.sleep(forTimeInterval: pauseTakes.timeInterval) }
     locked {
       guard !paused else { return }
       paused = true

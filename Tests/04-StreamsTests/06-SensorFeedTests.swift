@@ -44,7 +44,7 @@ private func numbers(_ readings: [Vibration]) -> [Int] { readings.map(\.number) 
 /// stopped before the loop got any: a paused sensor cannot, so they went to no delegate.
 private func readUnlessTheStartWasMissed<T: Sendable>(
   _ sensor: VibrationSensor, capacity: Int, readCount: Locked<Int>,
-  _ loop: @escaping @Sendable () async throws -> T
+  hint: String = pausedForGood, _ loop: @escaping @Sendable () async throws -> T
 ) async throws -> T? {
   let loopEnded = Locked(false)
   let reader = Task {
@@ -57,7 +57,7 @@ private func readUnlessTheStartWasMissed<T: Sendable>(
       && sensor.readingsSent > capacity
   }
   let missed = try await withDeadline(
-    .seconds(2), "for try await reading in vibrations(…)", hint: pausedForGood
+    .seconds(2), "for try await reading in vibrations(…)", hint: hint
   ) {
     _ = await eventually(within: .seconds(5)) { loopEnded.value || missedTheStart() }
     if missedTheStart() { return true }
@@ -86,14 +86,17 @@ private func readUnlessTheStartWasMissed<T: Sendable>(
 /// | the sensor fails | the readings before it: `failure` | throws its error: `failure` | — | — |
 /// | drops out | all, across restarts: `restartsAfterADropOut` | goes on | started again: `restartsAfterADropOut` | — |
 /// | a slow reader | none lost, in order: `backPressure` | — | paused at capacity, resumed at half: `backPressure`; not before half: `staysPausedUntilHalfIsRead` | — |
-/// | drops out while paused | none lost: `restartUnderPressure` | — | goes on, paused: `restartUnderPressure` | — |
+/// | a pause that reaches the sensor 30 ms late | all, in order: `slowPauseIsNotOvertaken` | — | never paused for good by a pause that lands after the resume: `slowPauseIsNotOvertaken` | — |
+/// | drops out while paused | none lost: `restartUnderPressure` | — | goes on, paused; never more than capacity unread across the drop-out: `restartUnderPressure`, and exactly: `dropOutKeepsTheCount` | — |
 /// | the loop breaks | the ones read: `breakStops` | — | stopped: `breakStops` | — |
 /// | the reading task is cancelled | — | the loop ends: `cancelStops` | stopped: `cancelStops` | — |
 /// | the sequence is dropped unread | — | — | stopped: `droppedStops` | — |
 /// | a second sequence after the first ended | its own readings: `restartsForANewSequence` | — | started again: `restartsForANewSequence` | — |
 /// | a slow sensor (2.5 s to its end) | — | ends with the session: `slowSensor` | — | the wait blocks no thread: `slowSensor` |
 /// | two sequences at once on one sensor | — the sensor has one delegate: one sequence at a time, by its contract | | | |
-@Suite("4.6 Sensor feed (challenge)")
+// One test at a time: `slowPauseIsNotOvertaken`'s sensor takes 30 ms per pause on its
+// queue's thread, which its neighbours' deadlines would feel.
+@Suite("4.6 Sensor feed (challenge)", .serialized)
 struct SensorFeedTests {
   @Test(
     "Every reading arrives in order, and the sequence ends with the session",
@@ -325,6 +328,72 @@ struct SensorFeedTests {
       """)
   }
 
+  @Test("Readings left unread when the sensor drops out still count towards the capacity")
+  func dropOutKeepsTheCount() async throws {
+    // The reader takes the first reading, then reads nothing until the sensor is paused: 3
+    // readings wait when the sensor drops out after its 4th, and one more after the restart
+    // fills the capacity of 4.
+    let sensor = VibrationSensor(
+      runs: [.init(readings: 4, then: .interrupted), .init(readings: 40, then: .finished)],
+      interval: .zero)
+    let (first, paused, waiting, rest) = try await withDeadline(
+      .seconds(5), "for try await reading in vibrations(…)", hint: pausedForGood
+    ) { () async throws -> (Int?, Bool, Int, [Vibration]) in
+      var iterator = vibrations(from: sensor, capacity: 4).makeAsyncIterator()
+      let first = try await iterator.next()
+      let paused = await eventually { sensor.isPaused }
+      let waiting = sensor.readingsSent - 1
+      var rest: [Vibration] = []
+      while let reading = try await iterator.next() { rest.append(reading) }
+      return (first?.number, paused, waiting, rest)
+    }
+    #expect(first == 1, "the first reading should be #1")
+    #expect(
+      paused && waiting <= 4,
+      Comment(
+        rawValue: "\(waiting) readings waited unread with a capacity of 4"
+          + (paused ? "" : ", and the sensor was never paused")
+          + ": the 3 left unread when the sensor dropped out still count after it starts "
+          + "again, so one more fills the capacity, and the sensor must be paused then"))
+    #expect(numbers(rest) == Array(2...44), "\(restartHint); got \(numbers(rest))")
+  }
+
+  @Test("A pause that takes a while to reach the sensor is never overtaken by a resume")
+  func slowPauseIsNotOvertaken() async throws {
+    // Each pause() takes 30 ms before the readings stop. A feed that tells the sensor after
+    // letting go of its lock lets the reader read down to half and resume() in that time:
+    // the resume finds the sensor not yet paused, the pause lands after it, and the sensor
+    // stays paused for good while the feed thinks it runs.
+    let sensor = VibrationSensor(
+      runs: [.init(readings: 120, then: .finished)], interval: .zero,
+      pauseTakes: .milliseconds(30))
+
+    let readCount = Locked(0)
+    guard
+      let readings = try await readUnlessTheStartWasMissed(
+        sensor, capacity: 4, readCount: readCount,
+        hint: "the sensor stayed paused: its pause() takes 30 ms to land, and a resume() "
+          + "decided meanwhile reached it first, so the late pause held it for good; tell the "
+          + "sensor to pause or resume in the same locked step that decides it",
+        {
+          var readings: [Vibration] = []
+          for try await reading in vibrations(from: sensor, capacity: 4) {
+            readings.append(reading)
+            readCount.withLock { $0 = readings.count }
+          }
+          return readings
+        })
+    else { return }
+
+    #expect(
+      numbers(readings) == Array(1...120),
+      """
+      the loop ended after \(readings.count) of 120 readings; a pause that takes a while must \
+      still be told to the sensor in the same locked step that decided it, or a resume \
+      decided meanwhile reaches the sensor first, and the late pause holds it for good
+      """)
+  }
+
   @Test("A sensor that drops out while paused goes on, paused, and no reading is lost")
   func restartUnderPressure() async throws {
     let sensor = VibrationSensor(
@@ -333,20 +402,29 @@ struct SensorFeedTests {
 
     let readCount = Locked(0)
     guard
-      let readings = try await readUnlessTheStartWasMissed(
+      let (readings, mostAhead) = try await readUnlessTheStartWasMissed(
         sensor, capacity: 4, readCount: readCount,
-        {
+        { () async throws -> ([Vibration], Int) in
           var readings: [Vibration] = []
+          var mostAhead = 0
           for try await reading in vibrations(from: sensor, capacity: 4) {
             readings.append(reading)
             readCount.withLock { $0 = readings.count }
+            mostAhead = max(mostAhead, sensor.readingsSent - readings.count)
             if readings.count.isMultiple(of: 8) { try await Task.sleep(for: .milliseconds(2)) }
           }
-          return readings
+          return (readings, mostAhead)
         })
     else { return }
 
     #expect(numbers(readings) == Array(1...80), "\(restartHint); got \(numbers(readings))")
+    #expect(
+      mostAhead <= 4,
+      """
+      up to \(mostAhead) readings waited unread with a capacity of 4, in a session that dropped \
+      out: the readings waiting when the sensor drops out are still unread after it starts \
+      again, and still count towards the capacity
+      """)
   }
 
   @Test("Breaking out of the loop stops the sensor")
