@@ -42,6 +42,8 @@ private let callerCancelledHint =
 /// | completed on the caller's own thread | its value: `suspendsInsteadOfBlocking` | — | suspends instead of blocking: `suspendsInsteadOfBlocking` |
 /// | the deadline passes | `TimeoutError`: `timesOutAndCancels` | cancelled: `timesOutAndCancels` | at the deadline, not when the future completes later: `doesNotWaitForALateFuture` |
 /// | the caller is cancelled | an error (the cancellation or the future's): `cancellingTheCallerCancelsTheFuture` | cancelled: `cancellingTheCallerCancelsTheFuture` | — |
+/// | the caller was cancelled before it waits | an error: `alreadyCancelledCallerCancelsTheFuture` | cancelled: `alreadyCancelledCallerCancelsTheFuture` | — |
+/// | a future that takes 1.5 s | its value: `doesNotPoll` | — | one suspension, no polling: `doesNotPoll` |
 /// | cancelled by its owner | `CoFutureError.cancelled`: `cancelledByItsOwner` | — | — |
 /// | cancelled after it returned | — nothing is left: the timer ends with the call | | |
 @Suite("5.5 Deadline")
@@ -206,5 +208,48 @@ struct FutureDeadlineTests {
         try await future.value(timeout: .seconds(1))
       }
     }
+  }
+
+  @Test("A caller cancelled before it waits cancels the future too")
+  func alreadyCancelledCallerCancelsTheFuture() async throws {
+    let future = CoPromise<Double>()
+    let caller = Task {
+      withUnsafeCurrentTask { $0?.cancel() }
+      return try await future.value(timeout: .seconds(10))
+    }
+
+    let result = try await withDeadline(
+      .seconds(2), "value(timeout:) in a task cancelled before it began",
+      hint: callerCancelledHint
+    ) {
+      await caller.result
+    }
+
+    #expect(throws: (any Error).self) { try result.get() }
+    let futureWasCancelled = future.isCanceled
+    #expect(
+      futureWasCancelled,
+      "a caller cancelled before it began to wait must cancel the legacy future too: nobody will ever read its result, and the work it stands for goes on otherwise (a check of Task.isCancelled that throws first leaves it running)"
+    )
+  }
+
+  @Test("Waits for a slow future in one suspension, without polling")
+  func doesNotPoll() async throws {
+    let future = CoPromise<Double>()
+    let executor = OneThreadExecutor()
+    DispatchQueue.global().asyncAfter(deadline: .now() + 1.5) { future.success(7.5) }
+
+    let value = try await withDeadline(
+      .seconds(5), "value(timeout:)", hint: valueHint, on: executor
+    ) {
+      try await future.value(timeout: .seconds(10))
+    }
+
+    #expect(value == 7.5)
+    let steps = executor.jobsRun
+    #expect(
+      steps <= 20,
+      "value(timeout:) ran \(steps) separate steps on its thread while it waited 1.5 s for the future (a Task.sleep loop looking at isCompleted?): wait in one suspension, resumed by the future's callback, beside one timer"
+    )
   }
 }

@@ -123,6 +123,9 @@ private final class Activity: Sendable {
 /// | a transform fails | — | its error: `failingTransform` | none: `failingTransform` | — |
 /// | the consumer fails | — | its error: `failingConsumer` | none: `failingConsumer` | — |
 /// | the caller is cancelled | — | `CancellationError`, not a clean end: `cancellation` | none: `cancellation` | — |
+/// | slow transforms | — | — | — | the source read only as workers come free, at most `workers` + 1 ahead: `readsTheSourceAsWorkersFree` |
+/// | a slow consumer | — | — | — | one result consumed at a time: `consumesOneAtATime` |
+/// | a transform fails among the last ones of a finite source | — | its error: `lastTransformFails` | — | — |
 /// | a second call | — each call owns its channels and tasks: nothing is shared to reuse | | | |
 @Suite("6.3 Pipelines")
 struct PipelinesTests {
@@ -348,5 +351,96 @@ struct PipelinesTests {
     #expect(
       activity.transforms.value.started == atReturn.started,
       "transforms started after runPipeline returned")
+  }
+
+  @Test("The consumer gets one result at a time, however many workers there are")
+  func consumesOneAtATime() async throws {
+    let consuming = Locked((now: 0, most: 0, count: 0))
+    let consume: @Sendable (Int) async throws -> Void = { _ in
+      consuming.withLock {
+        $0.now += 1
+        $0.most = max($0.most, $0.now)
+        $0.count += 1
+      }
+      try await Task.sleep(for: .milliseconds(2))
+      consuming.withLock { $0.now -= 1 }
+    }
+
+    try await withDeadline(.seconds(5), "runPipeline(…)", hint: endHint) {
+      try await runPipeline(
+        source: finishedSource(1...40), workers: 4, transform: { $0 }, consume: consume)
+    }
+
+    let seen = consuming.value
+    #expect(seen.count == 40, "\(seen.count) of 40 results were consumed")
+    #expect(
+      seen.most == 1,
+      "up to \(seen.most) consume calls ran at once: the consumer is one stage that takes the results one at a time, in one loop, while the workers go on; calling it from each worker makes it as concurrent as they are"
+    )
+  }
+
+  @Test("A transform that fails among the last ones of a finite source fails the pipeline")
+  func lastTransformFails() async throws {
+    // Element 20 is the last; its transform throws once the source has ended, while the
+    // other workers finish theirs.
+    let transform: @Sendable (Int) async throws -> Int = { element in
+      try await Task.sleep(for: .milliseconds(element == 20 ? 20 : 1))
+      if element == 20 { throw Boom(tag: 20) }
+      return element
+    }
+
+    let outcome = await Result {
+      try await withDeadline(.seconds(5), "runPipeline(…)", hint: endHint) {
+        try await runPipeline(
+          source: finishedSource(1...20), workers: 4, transform: transform, consume: { _ in })
+      }
+    }
+
+    if case .failure(let error as DeadlineExceeded) = outcome { throw error }
+    let failure: (any Error)? = if case .failure(let error) = outcome { error } else { nil }
+    #expect(
+      (failure as? Boom) == Boom(tag: 20),
+      "the last element's transform threw Boom(tag: 20), after the source had ended, and runPipeline \(failure.map { "threw \($0)" } ?? "returned normally"): the workers' errors must reach the caller until the last one has finished (a group left to end by itself throws its children's errors away)"
+    )
+  }
+
+  @Test("The source is read only as workers come free, never far ahead of them")
+  func readsTheSourceAsWorkersFree() async throws {
+    let pulled = Locked(0)
+    let source = AsyncStream<Int> { continuation in
+      let feeding = Task {
+        for element in 1...1_000 where !Task.isCancelled {
+          continuation.yield(element)
+          try? await Task.sleep(for: .milliseconds(1))
+        }
+        continuation.finish()
+      }
+      continuation.onTermination = { _ in feeding.cancel() }
+    }.map { element -> Int in
+      pulled.withLock { $0 += 1 }
+      return element
+    }
+    // Every transform waits until the test lets it go: 3 workers are busy for good.
+    let release = Locked(false)
+    let transform: @Sendable (Int) async throws -> Int = { element in
+      _ = await eventually(within: .seconds(3)) { release.value }
+      return element
+    }
+
+    let pipeline = Task {
+      try await runPipeline(source: source, workers: 3, transform: transform, consume: { _ in })
+    }
+    try await Task.sleep(for: .milliseconds(300))
+    let readAhead = pulled.value
+    pipeline.cancel()
+    release.withLock { $0 = true }
+    _ = try await withDeadline(.seconds(5), "runPipeline(…) after a cancel", hint: stopHint) {
+      await pipeline.result
+    }
+
+    #expect(
+      readAhead <= 4,
+      "with 3 workers all busy, the source was read \(readAhead) elements ahead: read the next element only when a worker is free to take it (at most workers + 1 ahead), or a fast source fills memory while slow workers fall behind"
+    )
   }
 }
