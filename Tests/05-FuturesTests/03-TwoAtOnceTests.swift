@@ -98,6 +98,7 @@ private let failureHint =
 /// | both prices arrive, in either order | their sum: `addsBothPrices` | — | — |
 /// | both requests | — | each starts before the other ends: `asksForBothAtOnce` | the longer of the two, not the sum: `asksForBothAtOnce` |
 /// | one request fails | its error: `failureEndsBoth` | none still running after the call: `failureEndsBoth` | — the call may first wait for the request it awaits first (`async let` awaits in order) |
+/// | one request fails, the other left to finish | — a group that collects both outcomes before it throws waits for the other request and never cancels it; `async let`, awaiting in order, also waits when the second one awaited fails, so waiting is allowed, and that answer differs only in not cancelling the second request when the first fails, which the contract does not demand (not caught) | | |
 /// | the caller is cancelled | `CancellationError`: `cancellingTheCallerCancelsBoth` | both see it: `cancellingTheCallerCancelsBoth` | — |
 /// | cancelled after it returned | — the requests have ended with the call | | |
 @Suite("5.3 Two at once")

@@ -35,6 +35,7 @@ private func later(
 /// | the load is cancelled while pending | nothing changes after: `cancellingCancelsTheLookup` | cancelled: `cancellingCancelsTheLookup` | — |
 /// | cancelled after the future succeeded, before the name is shown | nothing changes: `cancelledAfterSuccess` | — | — |
 /// | a second load before the first ends | only the newer answer shows: `newLoadWins` | the first cancelled: `newLoadWins` | — |
+/// | three loads, the first over before the third | the replaced loads change nothing, the third's answer shows: `everyLoadCancelsTheOneBefore` | the first's task and the second's lookup cancelled: `everyLoadCancelsTheOneBefore` | — |
 /// | cancelled after it ended | — the task has ended: nothing left to cancel | | |
 // The screen is main-actor isolated, so these tests run on the main actor too.
 @MainActor
@@ -159,5 +160,46 @@ struct StartOnASchedulerTests {
       (keep its task, and cancel it)
       """)
     #expect(slow.isCanceled, "the new load should cancel the previous load's future")
+  }
+
+  @Test("Every load cancels the one before it, even after an older one has ended")
+  func everyLoadCancelsTheOneBefore() async throws {
+    let ada = CoPromise<String>()
+    let grace = CoPromise<String>()
+    let screen = ProfileScreen { id in
+      switch id {
+      case "ada": ada
+      case "grace": grace
+      default: later(.success("Alan Turing"), after: 0.01)
+      }
+    }
+
+    let first = screen.load("ada")
+    let second = screen.load("grace")
+    #expect(
+      first.isCancelled,
+      "load(\"grace\") did not cancel the task of load(\"ada\"), which it replaced: load() must cancel the load before it (keep the task of the load in progress, and cancel that task; cancelling its lookup alone leaves the task to show its outcome)"
+    )
+    _ = try await withDeadline(
+      .seconds(2), "the first load(\"ada\")",
+      hint: "load() must cancel the previous load's task, and that task must end"
+    ) { await first.value }
+    #expect(
+      screen.status == "Loading…",
+      "the replaced load(\"ada\") ended, and the screen showed \"\(screen.status)\" while load(\"grace\") was still loading: a cancelled load must change nothing"
+    )
+
+    let third = screen.load("alan")
+    try await withDeadline(.seconds(2), "load(\"alan\")", hint: loadHint) { await third.value }
+    grace.success("Grace Hopper")
+    _ = try await withDeadline(
+      .seconds(2), "the second load(\"grace\")",
+      hint: "load() must cancel the previous load's task, and that task must end"
+    ) { await second.value }
+
+    #expect(
+      grace.isCanceled && screen.status == "Alan Turing",
+      "the third load did not cancel the second (its lookup \(grace.isCanceled ? "was" : "was not") cancelled, and the screen shows \"\(screen.status)\"): the handle of the load in progress must stay the newest one's; a load that ends must not clear a newer load's handle"
+    )
   }
 }
