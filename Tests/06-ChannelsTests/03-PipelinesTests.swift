@@ -304,6 +304,12 @@ struct PipelinesTests {
           let started = activity.transforms.value.started
           let consumed = activity.consumed.value.count
           // The consumer fails at its third result: it never got that far.
+          if consumed == 0 && started >= 10 {
+            return "\(started) transforms started, and the consumer got none of their results: "
+              + "the consumer must take results while the workers still run (this source never "
+              + "ends, so a consumer that waits for the workers' stage to end first waits "
+              + "forever), and no result may be thrown away on its way"
+          }
           return consumed < 3 && started >= 10
             ? "\(started) transforms started, but the consumer got only \(consumed) results "
               + "(it fails at its third): the other results were lost between the workers "
