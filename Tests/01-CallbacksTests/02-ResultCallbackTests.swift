@@ -184,17 +184,9 @@ struct ResultCallbackTests {
       try await classify(Self.cat, using: classifier)
     }
 
-    if case .failure(let error) = ending {
-      #expect(
-        error is CancellationError,
-        Comment(
-          rawValue: "the task was cancelled while the classifier worked, and "
-            + "classify(_:using:) \(ending.described): a cancelled call may end with the "
-            + "label or with CancellationError, once"))
-    } else {
-      #expect(
-        ending.value == "cat", "classify(_:using:) returned \(ending.described), not the label")
-    }
+    expectAnswerOrCancellation(
+      ending, "cat", called: "label", from: "classify(_:using:)",
+      while: "the classifier worked")
     #expect(classifier.requestCount == 1)
   }
 

@@ -288,16 +288,8 @@ struct OptionalPairTests {
       try await encode(Self.address, using: encoder, reportWarning: log.report)
     }
 
-    if case .failure(let error) = ending {
-      #expect(
-        error is CancellationError,
-        Comment(
-          rawValue: "the task was cancelled while the encoder worked, and \(Self.name) "
-            + "\(ending.described): a cancelled call may end with the value or with "
-            + "CancellationError, once"))
-    } else {
-      #expect(ending.value == Self.encoded, "\(Self.name) returned \(ending.described)")
-    }
+    expectAnswerOrCancellation(
+      ending, Self.encoded, called: "value", from: Self.name, while: "the encoder worked")
     #expect(log.warnings.isEmpty, "nothing went wrong, so there is nothing to report")
   }
 

@@ -192,3 +192,28 @@ func expectHoldsNoThread<T: Sendable>(
       + "continuation instead",
     sourceLocation: sourceLocation, operation)
 }
+
+/// Checks how a call whose task was cancelled while it waited ended: with `answer` (what
+/// the caller calls it: "label", "value"), or with `CancellationError`, and nothing else.
+/// `what` says what the legacy side was doing when the task was cancelled.
+func expectAnswerOrCancellation<T: Equatable & Sendable>(
+  _ ending: Result<T, any Error>, _ answer: T, called answerName: String,
+  from operationName: String, while what: String,
+  sourceLocation: SourceLocation = #_sourceLocation
+) {
+  switch ending {
+  case .failure(let error):
+    #expect(
+      error is CancellationError,
+      Comment(
+        rawValue: "the task was cancelled while \(what), and \(operationName) "
+          + "\(ending.described): a cancelled call may end with the \(answerName) or with "
+          + "CancellationError, once"),
+      sourceLocation: sourceLocation)
+  case .success(let value):
+    #expect(
+      value == answer,
+      "\(operationName) returned \(ending.described), not the \(answerName)",
+      sourceLocation: sourceLocation)
+  }
+}
