@@ -129,7 +129,10 @@ func endingOfACallCancelledWhileWaiting<T: Sendable>(
   sourceLocation: SourceLocation = #_sourceLocation,
   _ operation: @escaping @Sendable () async throws -> T
 ) async throws -> Result<T, any Error> {
-  let call = Task { try await operation() }
+  // On a thread of its own: a wrong answer may spin once its task is cancelled (a
+  // `try? await Task.sleep` loop never sleeps in a cancelled task), and a spin on a thread
+  // of the shared pool would starve the timers of every other test in the process.
+  let call = Task(executorPreference: OneThreadExecutor()) { try await operation() }
   let out = await eventually { asked() }
   try #require(
     out, "\(operationName) never made its legacy request", sourceLocation: sourceLocation)

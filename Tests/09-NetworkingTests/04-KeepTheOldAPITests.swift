@@ -136,8 +136,10 @@ struct KeepTheOldAPITests {
     let pending = try await request(service(server, session), "oslo") { result in
       calls.withLock { $0.append(result) }
     }
-    #expect(
-      await requestArrived(server, "/forecast/oslo"), "the request should have been sent")
+    let sent = await requestArrived(server, "/forecast/oslo")
+    #expect(sent, "the request should have been sent")
+    // Nothing went out: there is no request to cancel, and waiting on would only add time.
+    guard sent else { return }
     pending.cancel()
 
     let closed = await eventually { server.abandoned.contains("/forecast/oslo") }
@@ -180,11 +182,12 @@ struct KeepTheOldAPITests {
         if city == "lima" { cancelled.append(pending) }
       }
     }
-    #expect(
-      await eventually { server.requests.filter { $0 == "/forecast/lima" }.count == 5 },
-      "every request should have been sent")
+    let sent = await eventually { server.requests.filter { $0 == "/forecast/lima" }.count == 5 }
+    #expect(sent, "every request should have been sent")
+    // Nothing went out: waiting for answers would only add time to a run that has failed.
+    guard sent else { return }
     for request in cancelled { request.cancel() }
-    let finished = await eventually(within: .seconds(4)) { calls.value.count >= 10 }
+    let finished = await eventually(within: .seconds(3)) { calls.value.count >= 10 }
     let missing = (0..<5).flatMap { round in ["oslo-\(round)", "rome-\(round)"] }
       .filter { calls.value[$0] == nil }
     #expect(
@@ -317,7 +320,10 @@ struct KeepTheOldAPITests {
     let calls = Calls([])
 
     let cancelled = try await request(weather, "lima") { _ in }
-    #expect(await requestArrived(server, "/forecast/lima"), "the request should have been sent")
+    let sent = await requestArrived(server, "/forecast/lima")
+    #expect(sent, "the request should have been sent")
+    // Nothing went out: the tests above name that; waiting on would only add time.
+    guard sent else { return }
     cancelled.cancel()
     _ = await eventually { server.abandoned.contains("/forecast/lima") }
     try await request(weather, "oslo") { result in calls.withLock { $0.append(result) } }
