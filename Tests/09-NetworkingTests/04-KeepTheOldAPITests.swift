@@ -169,7 +169,10 @@ struct KeepTheOldAPITests {
       "/forecast/lima": .hang,
     ])
     defer { server.stop() }
-    let session = makeSession()
+    // 15 requests at once, 5 of which never end, and 10 that answer a second late: room for
+    // all of them at once (a session allows 6 connections to a host by default, and the
+    // requests beyond would wait their turn).
+    let session = makeSession(connectionsPerHost: 16)
     let weather = service(server, session)
     let calls = Locked<[String: Int]>([:])
 

@@ -13,10 +13,14 @@ func startedServer(_ routes: [String: HTTPTestResponse] = [:]) throws -> HTTPTes
 }
 
 /// A session of its own for one test (no cache, no cookies), so no connection is shared
-/// between tests; `invalidateAndCancel()` it at the end.
-func makeSession(delegate: (any URLSessionDelegate)? = nil) -> URLSession {
+/// between tests; `invalidateAndCancel()` it at the end. `connectionsPerHost` lifts the limit
+/// of connections at once to one host (6 by default) for a test that needs more.
+func makeSession(
+  delegate: (any URLSessionDelegate)? = nil, connectionsPerHost: Int? = nil
+) -> URLSession {
   let configuration = URLSessionConfiguration.ephemeral
   configuration.timeoutIntervalForRequest = 10
+  if let connectionsPerHost { configuration.httpMaximumConnectionsPerHost = connectionsPerHost }
   return URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
 }
 
