@@ -215,6 +215,10 @@ public enum Classifier {
       details.append(
         "the runtime stopped the tests: a closure isolated to the main actor was called "
           + "on a background thread (Swift 6 checks isolation at run time)")
+    } else if crash.isSemaphoreFreedInUse {
+      details.append(
+        "libdispatch stopped the tests: a DispatchSemaphore was freed while still in use, its "
+          + "count below the value it was created with (more waits than signals)")
     } else if let message = crash.fatalMessage {
       details.append("the runtime stopped the tests: \(message)")
     } else if case .signalled(let signal) = run.outcome.termination {
@@ -272,6 +276,11 @@ public enum Classifier {
       return "a continuation was resumed twice: the callback ran twice, one handler resumed on "
         + "two paths (in a `defer` and in the body, say), or a stored continuation was resumed "
         + "without being taken out, so a later report or a cancellation found it again"
+    }
+    if crash.isSemaphoreFreedInUse {
+      return "a thread waited on a semaphore for something asynchronous, and the semaphore "
+        + "went away with that wait still counted; while such a wait lasts its thread is "
+        + "blocked, which async code must not do"
     }
     guard let message = crash.fatalMessage else { return nil }
     if message.contains("Recursive call to lock") {

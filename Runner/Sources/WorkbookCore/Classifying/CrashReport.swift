@@ -41,6 +41,13 @@ public struct CrashReport: Sendable, Equatable {
     return fatalMessage?.contains("Incorrect actor executor assumption") ?? false
   }
 
+  /// Whether libdispatch trapped because a `DispatchSemaphore` was freed while its count was
+  /// below the value it was created with (more waits than signals). libdispatch prints
+  /// nothing on Linux; its dispose function is the crashed thread's innermost frame.
+  public var isSemaphoreFreedInUse: Bool {
+    frames.first?.symbol.contains("_dispatch_semaphore_dispose") ?? false
+  }
+
   /// Whether the runtime caught a continuation being resumed twice.
   public var isDoubleResume: Bool {
     fatalMessage?.contains("tried to resume its continuation more than once") ?? false

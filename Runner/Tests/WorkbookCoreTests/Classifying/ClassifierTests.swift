@@ -31,6 +31,16 @@ import Testing
     #expect(frame.symbol == "closure #1 in Model.load()")
   }
 
+  @Test func recognisesASemaphoreFreedInUse() throws {
+    let report = CrashReport.parse(try Fixtures.sample("semaphore-freed-in-use.stderr.txt"))
+    #expect(report.isSemaphoreFreedInUse)
+    #expect(!report.isDoubleResume && !report.isIsolationTrap)
+    let meaning = Classifier.meaning(of: report) ?? ""
+    #expect(meaning.hasPrefix("a thread waited on a semaphore"))
+    #expect(
+      !CrashReport.parse(try Fixtures.sample("double-resume.stderr.txt")).isSemaphoreFreedInUse)
+  }
+
   @Test func findsTheLeakedContinuationLine() throws {
     let report = CrashReport.parse(try Fixtures.sample("deadline.stderr.txt"))
     #expect(!report.showsCrash)
