@@ -11,7 +11,7 @@ import WorkbookTesting
 ///
 /// | path | steps (at return) | pedometer requests | thread, actor, timing |
 /// | --- | --- | --- | --- |
-/// | count inside the call, soon, later | the count: `refreshShowsTheCount`; in the job refresh() returns in: `countShownAtReturn` | one: `refreshShowsTheCount` | no main-actor trap on the pedometer's thread: every test |
+/// | count inside the call, soon, later | the count: `refreshShowsTheCount`; in the job refresh() returns in, for a count inside the call and later: `countShownAtReturn` | one: `refreshShowsTheCount` | no main-actor trap on the pedometer's thread: every test |
 /// | count 200 ms late | the count: `refreshWaitsForTheCount` | — | — |
 /// | the pedometer's handler runs | — | — | steps changes only on the main actor: `stepsChangeOnTheMainActor` |
 /// | waiting for the count | nil meanwhile: `refreshSuspends` | — | the main actor stays free: `refreshSuspends`; nothing polls on it: `refreshDoesNotPoll` |

@@ -57,7 +57,8 @@ private let failureHint =
   + "error; it is an optional delegate method, so the compiler never asked for it"
 
 /// The contract of `currentLocation(using:)`: each path, what the caller and the manager see,
-/// and the test that checks it (— where a column does not apply, and why).
+/// and the test that checks it (— where a column does not apply, and why). Tests whose name
+/// is in the contract file are in `04-LocationOnceContractTests.swift`.
 ///
 /// | path | result, error | manager (updates, delegate) | thread, timing |
 /// | --- | --- | --- | --- |

@@ -90,7 +90,8 @@ private func expectPaired(
 /// The contract of `pairScale(_:code:progress:)`: each path, what the caller sees, and the
 /// test that checks it (— where a column does not apply, and why). Every pairing but the
 /// app-cancelled one goes through `pairing(_:hint:log:)`, which closes the progress log the
-/// moment `pairScale` returns: progress is checked at return.
+/// moment `pairScale` returns: progress is checked at return. Tests whose name is in the
+/// contract file are in `06-ScalePairingContractTests.swift`.
 ///
 /// | path | result, error | delegate, session | progress (count, order) | thread, timing |
 /// | --- | --- | --- | --- | --- |

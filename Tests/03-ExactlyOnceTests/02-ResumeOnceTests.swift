@@ -10,7 +10,8 @@ import WorkbookTesting
 // racing threads: the runtime's crash report has to pause every thread, and a thread being
 // created can keep it waiting.
 /// The contract of `ResumeOnce` and `weigh(on:)`: each path, what the caller sees, and the
-/// test that checks it (— where a column does not apply, and why).
+/// test that checks it (— where a column does not apply, and why). Tests whose name is in
+/// the stress file are in `02-ResumeOnceStressTests.swift`.
 ///
 /// | path | result, error | resumes (count, winner) | thread, timing |
 /// | --- | --- | --- | --- |

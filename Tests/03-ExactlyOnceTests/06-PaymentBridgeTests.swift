@@ -7,7 +7,8 @@ import WorkbookTesting
 
 /// The contract of `pay(cents:orderID:)`: each path, what the caller and the gateway see,
 /// and the test that checks it (— where a column does not apply, and why). "At return": read
-/// in the job `pay` returns in, before anything else runs (`payAndLook`).
+/// in the job `pay` returns in, before anything else runs (`payAndLook`). Tests whose name
+/// is in the contract file are in `06-PaymentBridgeContractTests.swift`.
 ///
 /// | path | result, error | attempts, key, charges | requests running | thread, timing |
 /// | --- | --- | --- | --- | --- |

@@ -102,7 +102,7 @@ private func everything(
 /// | path | locations (count, order) | end, error | receiver (running, delegate) | thread, timing |
 /// | --- | --- | --- | --- | --- |
 /// | locations reported, the loop breaks | every one, in order: `yieldsEveryLocation` | — | stopped, delegate let go: `stopsWhenTheLoopBreaks` | inside `start`, on its queue, later: `yieldsEveryLocation` |
-/// | 300, then a failure, to a slow loop | all, in order, none after the end: `everyLocationBeforeTheFailure` | the error after them: `everyLocationBeforeTheFailure` | — | one batch inside `start`, or one by one: `everyLocationBeforeTheFailure` |
+/// | 300, then a failure, to a slow loop | all, in order, none after the end: `everyLocationBeforeTheFailure` | the error after them: `endsWithTheError` (the stress test reads on only the runs that end with it) | — | one batch inside `start`, or one by one: `everyLocationBeforeTheFailure` |
 /// | the receiver fails | the ones before it: `endsWithTheError` | throws its error: `endsWithTheError`; at once when it is the first reading: `endsAtOnceWhenTheFirstReadingFails` | stopped at the failure, even inside `start`: `stopsAtTheFailure` | — |
 /// | the task is cancelled, before or after the first fix | — | the loop ends: `stopsWhenTheTaskIsCancelled` | stopped: `stopsWhenTheTaskIsCancelled` | from other threads at random moments, in order and stopped: `cancelledAtRandomMoments` |
 /// | the stream is dropped unread | — | — | stopped: `stopsWhenTheStreamIsDropped` | — |

@@ -49,20 +49,6 @@ private func collect(_ channel: CoChannel<Int>, hint: String = finishHint) async
   }
 }
 
-/// The contract of `CoChannel.elements()`: each path, what the loop, the producer and the
-/// channel see, and the test that checks it (— where a column does not apply, and why).
-///
-/// | path | elements (count, order) | end, error | producer, channel | thread, timing |
-/// | --- | --- | --- | --- | --- |
-/// | the producer sends, then closes | every one, in order, whatever the buffer: `yieldsEverythingThenEnds`; in order even when tasks started on callback threads run backwards (`withPlainThreadJobsReordered`): `inOrderWhateverTheTaskOrder`; some missing but the rest in order is named as a stream that throws elements away (`lossComment`, in every test that counts elements) | ends: `yieldsEverythingThenEnds` | the producer ends: `yieldsEverythingThenEnds`; the channel left closed, not cancelled: `aChannelThatEndsByItselfIsLeftAsItIs` | — |
-/// | elements buffered before `close()` | all of them: `closeEndsAfterTheBuffer` | then ends: `closeEndsAfterTheBuffer` | — | — |
-/// | already closed and empty | none: `emptyClosedChannel` | ends at once: `emptyClosedChannel` | — | — |
-/// | the channel is cancelled, before or during the loop | the ones before: `cancelThrows` | throws `CoChannelError.cancelled`: `cancelThrows`, `cancelledBeforeIteration` | — | — |
-/// | the loop breaks | — | — | the producer blocked in `awaitSend` is released: `breakReleasesTheProducer` | — |
-/// | the loop body throws | — | its error | the producer is released: `throwReleasesTheProducer` | — |
-/// | the consuming task is cancelled | — | the loop ends promptly: `taskCancellationReleasesTheProducer` | the producer is released: `taskCancellationReleasesTheProducer`; cancelled before the loop starts, the channel is cancelled all the same: `taskCancelledBeforeTheLoop` | — |
-/// | nothing sent for a while | — | — | — | nothing wakes up to look meanwhile: `idleWhileWaiting` |
-/// | two sequences on one channel | — each element goes to one receiver, as with two legacy receivers: nothing to add | | | |
 /// What went wrong when the loop got `received` instead of `expected`: elements skipped but
 /// the rest in order means the stream threw some away.
 private func lossComment(_ received: [Int], of expected: [Int]) -> Comment {
@@ -107,6 +93,20 @@ private func lossComment(_ received: [Int], of expected: [Int]) -> Comment {
       + "sent: \(expected)")
 }
 
+/// The contract of `CoChannel.elements()`: each path, what the loop, the producer and the
+/// channel see, and the test that checks it (— where a column does not apply, and why).
+///
+/// | path | elements (count, order) | end, error | producer, channel | thread, timing |
+/// | --- | --- | --- | --- | --- |
+/// | the producer sends, then closes | every one, in order, whatever the buffer: `yieldsEverythingThenEnds`; in order even when tasks started on callback threads run backwards (`withPlainThreadJobsReordered`): `inOrderWhateverTheTaskOrder`; some missing but the rest in order is named as a stream that throws elements away (`lossComment`, in the tests that compare whole sequences) | ends: `yieldsEverythingThenEnds` | the producer ends: `yieldsEverythingThenEnds`; the channel left closed, not cancelled: `aChannelThatEndsByItselfIsLeftAsItIs` | — |
+/// | elements buffered before `close()` | all of them: `closeEndsAfterTheBuffer` | then ends: `closeEndsAfterTheBuffer` | — | — |
+/// | already closed and empty | none: `emptyClosedChannel` | ends at once: `emptyClosedChannel` | — | — |
+/// | the channel is cancelled, before or during the loop | the ones before: `cancelThrows` | throws `CoChannelError.cancelled`: `cancelThrows`, `cancelledBeforeIteration` | — | — |
+/// | the loop breaks | — | — | the producer blocked in `awaitSend` is released: `breakReleasesTheProducer` | — |
+/// | the loop body throws | — | its error | the producer is released: `throwReleasesTheProducer` | — |
+/// | the consuming task is cancelled | — | the loop ends promptly: `taskCancellationReleasesTheProducer` | the producer is released: `taskCancellationReleasesTheProducer`; cancelled before the loop starts, the channel is cancelled all the same: `taskCancelledBeforeTheLoop` | — |
+/// | nothing sent for a while | — | — | — | nothing wakes up to look meanwhile: `idleWhileWaiting` |
+/// | two sequences on one channel | — each element goes to one receiver, as with two legacy receivers: nothing to add | | | |
 @Suite("6.1 Bridge a channel")
 struct BridgeAChannelTests {
   static let kinds: [CoChannel<Int>.BufferType] = [.rendezvous, .buffered(capacity: 3), .unlimited]

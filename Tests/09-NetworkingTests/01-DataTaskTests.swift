@@ -19,8 +19,8 @@ import FoundationNetworking
 /// | dropped, truncated | the session's `URLError`: `droppedConnectionThrows`, `truncatedBodyThrows` | — (the server closed it) | once | — (as a 2xx) |
 /// | an answer 2 s late | the body: `lateAnswerIsNotPolledFor` | — | once | suspends once, no polling: `lateAnswerIsNotPolledFor` |
 /// | cancel before the call | `CancellationError`: `alreadyCancelled` | — (no request is left running: the test would never end; one started and cancelled at once is allowed, an alternative does so) | once | — (nothing to wait for) |
-/// | cancel while the data task is created | `CancellationError`, the data task cancelled: `cancelWhileCreating` | — (offline data task: no connection) | once | — |
-/// | cancel as the data task is stored | the data task cancelled, never lost: `cancelWhileStoring` (aimed race) | — (offline data task) | once | the cancel from another thread, in the gap: `cancelWhileStoring` |
+/// | cancel while the data task is created | `CancellationError`, the data task cancelled (not only the caller resumed): `cancelWhileCreating` | — (offline data task: no connection) | once | — |
+/// | cancel as the data task is stored | `CancellationError` and the data task cancelled, never lost: `cancelWhileStoring` (aimed race) | — (offline data task) | once | the cancel from another thread, in the gap: `cancelWhileStoring` |
 /// | cancel in flight | `CancellationError`: `cancellationReachesTheServer` | the server sees the close: `cancellationReachesTheServer` | once | — |
 /// | cancel as the answer arrives | `CancellationError`, not the data nor `BadStatus`: `lateAnswerAfterCancel` | — (the answer is complete) | once | — |
 /// | a second call after a cancel or a failure | its own body: `callsDoNotShareState` | — | once each | — |
@@ -178,7 +178,7 @@ struct DataTaskTests {
     defer { session.invalidateAndCancel() }
     let client = QuoteClient(baseURL: server.url("/"), session: session)
 
-    await #expect(
+    let error = await #expect(
       throws: (any Error).self,
       Comment(
         rawValue: "the server announced 4000 bytes and sent 1000: fetch must throw the "
@@ -190,6 +190,11 @@ struct DataTaskTests {
       ) {
         try await client.fetch("/short")
       }
+    }
+    if let error, !(error is DeadlineExceeded) {
+      #expect(
+        error is URLError,
+        "throw the session's own error (a URLError) for a truncated body, not \(error)")
     }
   }
 
@@ -319,7 +324,8 @@ struct DataTaskTests {
     // Offline data tasks: nothing answers them, and only a cancel completes them.
     let session = ScriptedSession()
     defer { session.invalidateAndCancel() }
-    session.offline.withLock { $0 = { _ in } }
+    let dataTask = Locked<OfflineDataTask?>(nil)
+    session.offline.withLock { $0 = { task in dataTask.withLock { $0 = task } } }
     let client = QuoteClient(baseURL: server.url("/"), session: session)
     let handle = Locked<Task<Data, any Error>?>(nil)
     // Inside fetch(_:), the moment the data task exists and before it is handed back: the
@@ -356,6 +362,7 @@ struct DataTaskTests {
         try await task.value
       }
     }
+    _ = await expectDataTaskCancelled(dataTask.value, "while its data task was being created")
   }
 
   @Test("A cancel that lands just as fetch(_:) stores its data task is never lost")
@@ -406,7 +413,7 @@ struct DataTaskTests {
           return
         }
       }
-      _ = try await withDeadline(
+      let outcome = try await withDeadline(
         .seconds(2), "fetch(\"/hang\"), cancelled as it stored its data task (round \(round))",
         hint: "the cancel landed just after the data task was resumed, while fetch(_:) was "
           + "storing it, and it was lost: the cancel found no data task to cancel, and "
@@ -415,10 +422,34 @@ struct DataTaskTests {
       ) {
         await task.result
       }
+      guard case .failure(let error) = outcome, error is CancellationError else {
+        Issue.record(
+          Comment(
+            rawValue: "fetch(_:) was cancelled (round \(round)) and ended with \(outcome): a "
+              + "cancelled call must throw CancellationError"))
+        return
+      }
+      guard await expectDataTaskCancelled(dataTask.value, "round \(round)") else { return }
       if let byLearner = dataTask.value?.cancelledByResumer {
         aimer.learn(actionCameFirst: byLearner)
       }
     }
+  }
+
+  /// Records an issue, and says false, unless a cancelled call's data task was cancelled
+  /// too: a call that resumes its caller on a cancel and leaves the data task running ends
+  /// in time, and its request runs on with nobody waiting for it.
+  private func expectDataTaskCancelled(
+    _ dataTask: OfflineDataTask?, _ when: String,
+    sourceLocation: SourceLocation = #_sourceLocation
+  ) async -> Bool {
+    if await eventually({ dataTask?.isCompleted ?? true }) { return true }
+    Issue.record(
+      Comment(
+        rawValue: "fetch(_:) was cancelled (\(when)) and ended, but its data task was never "
+          + "cancelled: the request runs on with nobody waiting for it, holding its "
+          + "connection"), sourceLocation: sourceLocation)
+    return false
   }
 
   @Test("An answer that arrives just as the task is cancelled is not returned")
@@ -489,6 +520,10 @@ struct DataTaskTests {
             + "but the second threw \(error): the state of one call (its data task, its "
             + "cancel) must belong to that call, or cancelling one screen's request breaks "
             + "another's"))
+    } else if case .success(let data) = secondOutcome {
+      #expect(
+        String(decoding: data, as: UTF8.self) == "second",
+        "fetch(\"/slow\"), beside a cancelled call, must return its own body, \"second\"")
     }
     let firstOutcome = try await withDeadline(
       .seconds(2), "fetch(\"/hang\") after its task was cancelled, beside another call",

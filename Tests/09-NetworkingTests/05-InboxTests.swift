@@ -75,7 +75,7 @@ private func first(
 /// | --- | --- | --- | --- | --- |
 /// | counts | the count, then each change: `countsYieldChanges`; in the order of the polls, a slow answer included: `countsKeepTheirOrder` | — (the stream goes on) | each change posted: `countsYieldChanges`; in the order of the polls: `countsKeepTheirOrder`; one post after the other (never one beside a slow observer's): `observersHearEachChangeInOrder` | first poll at once: `countsFirstPollAtOnce`; an interval apart, fractions included: `countsSubSecondInterval` |
 /// | a failed poll | ends with its error: `countsEndOnError`, `countsKeepTheirOrder` | the client let go: `clientReleased` | — (the stream ends) | — |
-/// | listener leaves (breaks, or its task is cancelled mid-poll) | polling stops: `countsStop` | the client let go: `clientReleased` (both ways); the old watcher goes on: `legacyWatcherOutlivesAListener` | — (nobody reads any more) | — |
+/// | listener leaves (breaks, or its task is cancelled mid-poll) | polling stops: `countsStop`, `countsStopWhenCancelledMidPoll`; the poll in flight cancelled: `countsStopWhenCancelledMidPoll` | the client let go: `clientReleased` (both ways); the old watcher goes on: `legacyWatcherOutlivesAListener` | — (nobody reads any more) | — |
 /// | a second listener, or one while the old watcher runs | gets the current count first: `secondListenerGetsTheCount` | — (as one listener) | a change is posted once, however many listeners: `secondListenerGetsTheCount`; two streams seeing it at the same instant: `oneChangeOnePost` (aimed race) | — |
 @Suite("9.5 The whole module")
 struct InboxTests {
@@ -313,6 +313,50 @@ struct InboxTests {
       Comment(
         rawValue: "it kept polling after nobody listened: \(server.requests.count - before) "
           + "requests after the loop ended; stop polling from the stream's onTermination"))
+  }
+
+  @Test("A listener cancelled while a poll is in flight: its request is cancelled, no poll follows")
+  func countsStopWhenCancelledMidPoll() async throws {
+    let server = try startedServer()
+    // The first poll answers; every later one hangs until its client lets go.
+    server.route("/unread", [.ok("3"), .hang])
+    defer { server.stop() }
+    let client = inbox(server)
+    let firstCount = Locked(false)
+
+    let listener = Task {
+      for try await _ in client.unreadCounts(every: .milliseconds(5)) {
+        firstCount.withLock { $0 = true }
+      }
+    }
+    guard await eventually({ firstCount.value && server.requests.count >= 2 }) else {
+      listener.cancel()
+      Issue.record(
+        "unreadCounts(every:) should yield the first count and then poll again, 5 ms later")
+      return
+    }
+    listener.cancel()
+    _ = try await withDeadline(
+      .seconds(2), "a loop over unreadCounts(every:) whose task was cancelled mid-poll",
+      hint: "the listener's task was cancelled while a poll waited for its answer, and the "
+        + "loop went on waiting: the stream must end when its task is cancelled"
+    ) {
+      await listener.result
+    }
+    #expect(
+      await eventually { server.abandoned.contains("/unread") },
+      """
+      the listener's task was cancelled while a poll's request was in flight, and that \
+      request kept running: nobody listens any more, so the poll in flight must be cancelled \
+      with the stream, not only the polls after it
+      """)
+    let after = server.requests.count
+    try await Task.sleep(for: .milliseconds(100))
+    #expect(
+      server.requests.count == after,
+      Comment(
+        rawValue: "\(server.requests.count - after) polls started after the listener's task was "
+          + "cancelled and its stream had ended"))
   }
 
   @Test("unreadCounts(every:) ends with the error of a failed poll")
