@@ -63,7 +63,7 @@ private let failureHint =
 /// | path | result, error | manager (updates, delegate) | thread, timing |
 /// | --- | --- | --- | --- |
 /// | allowed before | the first location, the rest ignored: `returnsTheFirstLocation` | stored before the delegate is set: `storesBeforeSettingTheDelegate`; updates stopped before the caller is resumed: `stoppedBeforeTheCallerGoesOn`; delegate let go before the caller is resumed: `letsGoOfTheManagerBeforeTheCallerGoesOn` | answered while the manager reports: `stoppedBeforeTheCallerGoesOn` |
-/// | not determined, the user allows | the first location: `asksAndWaitsForTheAnswer` | asked once, stopped: `asksAndWaitsForTheAnswer`; an answer reported while no delegate was set is named as the cause (`LocationManager.reportsWithNoDelegate`) | — |
+/// | not determined, the user allows | the first location: `asksAndWaitsForTheAnswer` | asked, stopped: `asksAndWaitsForTheAnswer` (asked twice is not checked: the system shows one prompt either way); an answer reported while no delegate was set is named as the cause (`LocationManager.reportsWithNoDelegate`) | — |
 /// | allowed always, before or as the answer | the first location: `allowedAlways` | — | — |
 /// | not determined, the user says no | `.denied`: `throwsWhenTheUserSaysNo` | no updates: `throwsWhenTheUserSaysNo` | — |
 /// | denied or restricted before | `.denied` / `.restricted`: `throwsWhenPermissionIsMissing` | no updates: `throwsWhenPermissionIsMissing` | — |

@@ -125,7 +125,7 @@ private func results(
 /// | --- | --- | --- | --- |
 /// | first call | the avatar: `getsTheAvatar` | one: `getsTheAvatar` | the future completes inside the call, soon, later, twice: `getsTheAvatar`; on the caller's own thread: `suspendsInsteadOfBlocking` |
 /// | callers for one user at once | the one avatar each: `concurrentCallersShareOneDownload` | one, shared: `concurrentCallersShareOneDownload` | — |
-/// | callers for different users | each their own | at the same time: `differentUsersDownloadAtOnce` | — |
+/// | callers for different users | each their own: `differentUsersDownloadAtOnce` | at the same time: `differentUsersDownloadAtOnce` | — |
 /// | a later call | the kept avatar: `keepsTheAvatar` | no new one: `keepsTheAvatar` | — |
 /// | the download fails | its error, to every waiter: `failureIsSharedButNotKept` | forgotten, the next call downloads: `failureIsSharedButNotKept` | — |
 /// | asked again the moment the failure answers | — | a new download, not the old error: `askingAgainRightAfterAFailure` | the ask lands while the failure resumes its callers: `askingAgainRightAfterAFailure` |
@@ -133,7 +133,7 @@ private func results(
 /// | every caller cancelled | `CancellationError` | the download finishes and is kept: `downloadOutlivesItsCallers` | — |
 /// | a slow download (2.5 s) | the avatar: `slowDownload` | — | the wait blocks no thread: `slowDownload` |
 /// | 16 downloads pending at once | — | — | no thread held per download (no coroutine blocked in `await()`): `waitingDownloadsHoldNoThreads` |
-/// | cancelled at any moment as it begins to wait | `CancellationError`, at once: `cancelledAsItBeginsToWait` | the download goes on | a cancel at a random moment of the caller's first microseconds, from another thread: `cancelledAsItBeginsToWait` |
+/// | cancelled at any moment as it begins to wait | `CancellationError`, at once: `cancelledAsItBeginsToWait` | the download goes on: `cancelledAsItBeginsToWait` | a cancel at a random moment of the caller's first microseconds, from another thread: `cancelledAsItBeginsToWait` |
 /// | two callers at the very same moment | the avatar each | one download: `simultaneousCallersShareOneDownload` | released together on two threads, random offsets: `simultaneousCallersShareOneDownload` |
 /// | cancelled while the download's completion resumes it | the avatar or `CancellationError` | — | no deadlock with `onCancel`: `completionRacesCancellation` |
 /// | cancelled as the download answers | the avatar or `CancellationError` (the task states no preference), resumed once, whether the cancel lands after the avatar resumed the caller and before it ran: `cancelledAfterTheAvatarArrived` | — | — |
@@ -288,6 +288,10 @@ struct AvatarCacheTests {
     try await withOneStressAtATime {
       try await cancelsAsCallersBeginToWait(cache, on: executors, for: budget)
     }
+    #expect(
+      !loader.anyCancelled,
+      "the callers cancelled as they began to wait cancelled the download: it belongs to the cache and goes on for every other caller"
+    )
     loader.finishAll()
     _ = try await results(of: [starter], hint: valueHint)
   }
@@ -358,6 +362,16 @@ struct AvatarCacheTests {
         Issue.record("a cancelled caller got \(kept) before the download had ended")
         return
       }
+      if case .failure(let error) = outcomes.first(where: { outcome in
+        if case .failure(let error) = outcome { return !(error is CancellationError) }
+        return false
+      }) {
+        Issue.record(
+          Comment(
+            rawValue: "a caller cancelled as it began to wait threw \(error): a cancelled "
+              + "caller stops with CancellationError, whatever the download is doing"))
+        return
+      }
     }
   }
 
@@ -370,7 +384,10 @@ struct AvatarCacheTests {
     let grace = caller(cache, "grace")
     let both = await eventually(within: .seconds(2)) { loader.downloads() == 2 }
     loader.finishAll()
-    _ = try await results(of: [ada, grace], hint: valueHint)
+    let avatars = try await results(of: [ada, grace], hint: valueHint).map { try? $0.get() }
+    #expect(
+      avatars == [avatarOf("ada"), avatarOf("grace")],
+      "each user gets their own avatar; got \(avatars.map { $0.map(\.userID) ?? "no avatar" })")
 
     #expect(
       both,

@@ -126,6 +126,7 @@ private final class Activity: Sendable {
 /// | slow transforms | — | — | — | the source read only as workers come free, at most `workers` + 1 ahead: `readsTheSourceAsWorkersFree` |
 /// | a slow consumer | — | — | — | one result consumed at a time: `consumesOneAtATime` |
 /// | a transform fails among the last ones of a finite source | — | its error: `lastTransformFails` | — | — |
+/// | the source throws | — | its error, not a clean end: `sourceFails` | no transform running: `sourceFails` | — |
 /// | a second call | — each call owns its channels and tasks: nothing is shared to reuse | | | |
 @Suite("6.3 Pipelines")
 struct PipelinesTests {
@@ -407,6 +408,38 @@ struct PipelinesTests {
     #expect(
       (failure as? Boom) == Boom(tag: 20),
       "the last element's transform threw Boom(tag: 20), after the source had ended, and runPipeline \(failure.map { "threw \($0)" } ?? "returned normally"): the workers' errors must reach the caller until the last one has finished (a group left to end by itself throws its children's errors away)"
+    )
+  }
+
+  @Test("A source that throws fails the pipeline with its error, and no transform outlives it")
+  func sourceFails() async throws {
+    let (source, feed) = AsyncThrowingStream.makeStream(of: Int.self)
+    for element in 1...10 { feed.yield(element) }
+    feed.finish(throwing: Boom(tag: 0))
+    let running = Locked(0)
+    let transform: @Sendable (Int) async throws -> Int = { element in
+      running.withLock { $0 += 1 }
+      defer { running.withLock { $0 -= 1 } }
+      try? await Task.sleep(for: .milliseconds(5))
+      return element
+    }
+
+    let outcome = await Result {
+      try await withDeadline(.seconds(5), "runPipeline(…) over a failing source", hint: endHint) {
+        try await runPipeline(source: source, workers: 3, transform: transform, consume: { _ in })
+      }
+    }
+    let stillRunning = running.value
+
+    if case .failure(let error as DeadlineExceeded) = outcome { throw error }
+    let failure: (any Error)? = if case .failure(let error) = outcome { error } else { nil }
+    #expect(
+      (failure as? Boom) == Boom(tag: 0),
+      "the source threw Boom(tag: 0) after its 10th element, and runPipeline \(failure.map { "threw \($0)" } ?? "returned normally"): an error the source throws fails the pipeline, it is not the source's normal end"
+    )
+    #expect(
+      stillRunning == 0,
+      "runPipeline returned while \(stillRunning) transforms were still running: no stage may outlive the pipeline"
     )
   }
 
