@@ -38,7 +38,8 @@ private let failureHint =
 /// | computed by a coroutine, or mapped | its value: `coroutineFutures` | — | — |
 /// | many awaiters, early and late | each the value: `manyAwaiters` | — | 200 waiters hold no thread each: `waitersHoldNoThreads` |
 /// | the awaiting task is cancelled | the value or `CancellationError`, and it ends: `cancelledAwaiterLeavesTheFuture` | not cancelled; the others get the value: `cancelledAwaiterLeavesTheFuture` | — |
-/// | completed on the awaiter's own thread | its value: `suspendsInsteadOfBlocking` | — | suspends instead of blocking: `suspendsInsteadOfBlocking`; once, no polling: `doesNotPoll` |
+/// | completed on the awaiter's own thread | its value: `suspendsInsteadOfBlocking` | — | suspends instead of blocking: `suspendsInsteadOfBlocking` |
+/// | completed 500 ms later, on another thread | its value: `doesNotPoll` | — | suspends once, no polling: `doesNotPoll` |
 /// | cancelled after it returned | — nothing is left to cancel: `value` registers nothing that outlives it | | |
 @Suite("5.1 Bridge a future")
 struct BridgeAFutureTests {
@@ -176,8 +177,19 @@ struct BridgeAFutureTests {
       await staying.result
     }
     // A value or a CancellationError: either way, the cancelled awaiter has to end too.
-    _ = try await withDeadline(.seconds(2), "future.value in the cancelled task", hint: valueHint) {
+    let left = try await withDeadline(
+      .seconds(2), "future.value in the cancelled task", hint: valueHint
+    ) {
       await leaving.result
+    }
+    switch left {
+    case .success(let value):
+      #expect(value == "rain", "the cancelled awaiter got \(value), not the future's value")
+    case .failure(let error):
+      #expect(
+        error is CancellationError,
+        "the cancelled awaiter threw \(error): it either gets the future's value or stops with CancellationError"
+      )
     }
 
     let futureWasCancelled = future.isCanceled

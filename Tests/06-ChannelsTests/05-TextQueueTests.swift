@@ -474,6 +474,16 @@ struct TextQueueTests {
           """)
         return false
       }
+      // The other one waits for its place: ada's send is still held.
+      if finished.value.count > 1 {
+        Issue.record(
+          """
+          of two submitters asking at once for the one free place, one must wait and the \
+          other be refused; both ended (\(finished.value)) while ada's send was still held, \
+          so the free place was refused too
+          """)
+        return false
+      }
       return true
     }
   }
