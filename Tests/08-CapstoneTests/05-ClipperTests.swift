@@ -137,10 +137,10 @@ private let endOfInputHint =
 /// | --- | --- | --- | --- |
 /// | joined, lines both ways | — | — | the greeting first: `printsGreeting`; every line: `printsIncomingLines`, in order, before it returns, with a slow `output`, on one thread and on the shared pool (where a loop in a task it does not wait for runs beside it): `printsInOrderAndInTime`; each typed line sent as typed: `sendsInputLines` |
 /// | end of input | returns: `endOfInputReturns` | hangs up after the last line: `endOfInputReturns`; 100 lines, all sent in order first, whenever a task runs: `sendsEverythingBeforeLeaving` | — |
-/// | the server closes | `ClipperError.serverGone`, though input is open: `serverLossThrows` | the input side stops: `serverLossThrows` | — |
-/// | the connection is reset | `ClipperError.serverGone`: `resetIsServerGone` | the input side stops: `resetIsServerGone` | — |
+/// | the server closes | `ClipperError.serverGone`, though input is open: `serverLossThrows` | the input side stops: not checked apart from the run ending (8.6 checks its input stream ends, `inputTerminated`) | — |
+/// | the connection is reset | `ClipperError.serverGone`: `resetIsServerGone` | the input side stops: as for the server closing | — |
 /// | a line too long | goes on: `longLineGoesOn` | — | reported with `output`: `longLineGoesOn` |
-/// | connect fails | the connection's error: `takenNameThrows` | — | nothing printed: `takenNameThrows` |
+/// | connect fails | the connection's error, unchanged: `takenNameThrows` | — | the others hear nothing of it: `takenNameThrows` |
 /// | cancelled while connecting | ends: `cancelling` | the socket hangs up: `cancelling` | — |
 /// | cancelled while chatting | ends, returning or throwing: `cancelling` | hangs up: `cancelling` | — |
 /// | blocking reads | — | read on a thread of its own (8.4), checked in every test (`ProbedInput`); runClipper's own read (`availableData` in its child task) told apart from `inputLines(from:)`'s by trying that function alone on the same input; a read that blocks every thread of the pool is named by `PoolStallWatch` and ended by `PoolRelief` closing the input, so the run ends with the cause, not a time-out | — |

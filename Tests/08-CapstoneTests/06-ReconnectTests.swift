@@ -211,7 +211,7 @@ private func refusingListener(on port: UInt16) async throws -> RefusingListener 
 /// | joined, lines both ways | — | — | prints what arrives, sends what is typed: `chats`; in order, before it returns, with a slow `output`: `printsInOrderAndInTime` |
 /// | end of input | returns: `chats` | hangs up after the last line: `chats` | no "* connection lost": `chats` |
 /// | a line too long, while connected | goes on: `chats` | — | "! not sent: LINE", once: `chats` |
-/// | end of input while away | returns: `reconnects` | the reconnecting side stops: `reconnects` | — |
+/// | end of input while away | returns: `reconnects` | the reconnecting side stops, its wait on the clock ended: `reconnects` | — |
 /// | first connect fails | its error, at once: `firstConnectFails` | — | no wait: `firstConnectFails` |
 /// | the server goes away | goes on: `reconnects` | — | "* connection lost", waits 1 s, then 2 s after a failed try: `reconnects`; tries only after each wait: `triesAfterEachWait` |
 /// | the server closes on it but stays up, or resets it | goes on: `waitsEvenIfTheServerIsBack` | back in the chat after the wait: `waitsEvenIfTheServerIsBack` | the first try only after `firstDelay`, for every loss: `waitsEvenIfTheServerIsBack` |
@@ -368,6 +368,13 @@ struct ReconnectTests {
       "runReconnectingChat(…) whose input ended while it waited to reconnect",
       hint: "at the end of the input, cancel the side that reconnects (its wait on the clock "
         + "throws CancellationError), and return")
+    #expect(
+      await eventually { alice.clock.sleeperCount == 0 },
+      """
+      runReconnectingChat(…) returned at the end of its input, and its wait to reconnect \
+      was still asleep on the clock: the reconnecting side outlived the command, and would \
+      connect again with nobody there
+      """)
   }
 
   @Test("Waits twice as long after each failed try, then gives up with ReconnectError.gaveUp")
