@@ -103,9 +103,9 @@ private func everything(
 /// | --- | --- | --- | --- | --- |
 /// | locations reported, the loop breaks | every one, in order: `yieldsEveryLocation` | — | stopped, delegate let go: `stopsWhenTheLoopBreaks` | inside `start`, on its queue, later: `yieldsEveryLocation` |
 /// | 300, then a failure, to a slow loop | all, in order, none after the end: `everyLocationBeforeTheFailure` | the error after them: `endsWithTheError` (the stress test reads on only the runs that end with it) | — | one batch inside `start`, or one by one: `everyLocationBeforeTheFailure` |
-/// | the receiver fails | the ones before it: `endsWithTheError` | throws its error: `endsWithTheError`; at once when it is the first reading: `endsAtOnceWhenTheFirstReadingFails` | stopped at the failure, even inside `start`: `stopsAtTheFailure` | — |
+/// | the receiver fails | the ones before it: `endsWithTheError` | throws its error: `endsWithTheError`; at once when it is the first reading: `endsAtOnceWhenTheFirstReadingFails` | stopped at the failure, even inside `start`, delegate let go: `stopsAtTheFailure` | — |
 /// | the task is cancelled, before or after the first fix | — | the loop ends: `stopsWhenTheTaskIsCancelled` | stopped: `stopsWhenTheTaskIsCancelled` | from other threads at random moments, in order and stopped: `cancelledAtRandomMoments` |
-/// | the stream is dropped unread | — | — | stopped: `stopsWhenTheStreamIsDropped` | — |
+/// | the stream is dropped unread | — | — | stopped, delegate let go: `stopsWhenTheStreamIsDropped` | — |
 /// | a second stream after the first ended | its own locations: `streamsAgain` | — | started again: `streamsAgain` | — |
 /// | two streams at once on one receiver | — the receiver has one delegate: one stream at a time, by its contract | | | |
 @Suite("4.1 Location updates")
@@ -196,6 +196,9 @@ struct LocationUpdatesTests {
       because(
         "the receiver is still on, but nobody holds the stream, so it has ended: "
           + stopInOnTermination))
+    #expect(
+      await eventually { receiver.delegate == nil },
+      "the stream's delegate outlived the stream: let it go when the stream ends")
   }
 
   @Test(
@@ -262,6 +265,10 @@ struct LocationUpdatesTests {
       because(
         "the receiver failed and is still on: a failure finishes the stream, and the stream's "
           + "end must stop the receiver (onTermination runs with .finished)"))
+    #expect(
+      await eventually { receiver.delegate == nil },
+      "the stream's delegate outlived the stream, which the failure ended: let it go when the stream ends, however it ends"
+    )
     withExtendedLifetime(updates) {}
   }
 

@@ -73,6 +73,7 @@ private func numbers(
 /// | the hub's session ends | each sample received or reported lost: `endsAfterTheLastSample` | after the last sample: `endsAfterTheLastSample` | — | — |
 /// | the loop breaks | — | — | stopped at its next sample (`.closed`): `stopsTheHubWhenTheLoopBreaks` | — |
 /// | the task is cancelled | — | the loop ends: `stopsTheHubWhenTheTaskIsCancelled` | stopped at its next sample: `stopsTheHubWhenTheTaskIsCancelled` | — |
+/// | the stream is dropped unread | — | — | stopped at its next sample (`.closed`): `stopsTheHubWhenTheStreamIsDropped` | — |
 /// | sessions read slowly and ended every way at random moments | in order, nothing lost unreported: `sessionsEndedAtRandom` | — | stopped: `sessionsEndedAtRandom` | from other threads: `sessionsEndedAtRandom` |
 /// | a second session after the first | its own samples: `streamsAgain` | — | started again: `streamsAgain` | — |
 /// | a failure | — the hub reports none: a session only ends | | | |
@@ -152,6 +153,22 @@ struct PressureTests {
     #expect(received.count == 3)
     #expect(
       stopped, because("the hub still measures after the stream ended: \(closeHint)"))
+    #expect(hub.receipts.last == .closed, "the hub stops when a receipt says .closed")
+  }
+
+  @Test("Stops the hub at its next sample when the stream is dropped unread")
+  func stopsTheHubWhenTheStreamIsDropped() async throws {
+    let hub = TelemetryHub(sampleCount: 2000, interval: .milliseconds(5), script: .default)
+    do {
+      let stream = samples(from: hub, keepingNewest: 3)
+      withExtendedLifetime(stream) {}
+    }
+    let stopped = await eventually { !hub.isMeasuring }
+
+    #expect(
+      stopped,
+      because("the stream was dropped without being read, and the hub still measures: \(closeHint)")
+    )
     #expect(hub.receipts.last == .closed, "the hub stops when a receipt says .closed")
   }
 
