@@ -16,6 +16,7 @@ import WorkbookTesting
 /// | the limit passes first | `TimeoutError`: `timeoutWins` | the operation cancelled and ended: `timeoutWins` | the timer sleeps for the limit: `timeoutWins` |
 /// | the limit passes around an operation slow to stop | `TimeoutError`, once it has ended: `timeoutAroundASlowOperation` | — | — |
 /// | the operation fails | its own error: `operationFails` | — | — |
+/// | the caller cancelled before the call | `CancellationError`: `callerCancelledBeforeTheCall` | nothing left running: `callerCancelledBeforeTheCall` | — |
 /// | the caller cancelled | `CancellationError`: `callerCancelled` | both children cancelled: `callerCancelled` | — |
 /// | the caller cancelled around a slow operation | `CancellationError`, not a spurious `TimeoutError`: `callerCancelledAroundASlowOperation` | — | — |
 /// | races won by either side, 50 times | — | no child left running: `manyRaces` | — |
@@ -171,6 +172,29 @@ struct TimeoutsTests {
     }
     #expect(operation.running == 0, "the operation was \(Self.stillRunning)")
     #expect(operation.cancelled == 1, Comment(rawValue: Self.callerCancelledHint))
+    #expect(clock.sleepsRunning == 0, "the timer was \(Self.stillRunning)")
+  }
+
+  @Test("A caller cancelled before the call throws CancellationError, and nothing is left running")
+  func callerCancelledBeforeTheCall() async throws {
+    let clock = WatchedClock()
+    let operation = WatchedOperation()
+    let task = Task {
+      withUnsafeCurrentTask { $0?.cancel() }
+      return try await withTimeout(.seconds(5), clock: clock) {
+        try await operation.run(for: .seconds(10), returning: 42)
+      }
+    }
+
+    await #expect(throws: CancellationError.self, "\(Self.spuriousTimeout)") {
+      try await withDeadline(
+        .seconds(2), "withTimeout(_:clock:operation:) called already cancelled",
+        hint: Self.callerCancelledHint
+      ) {
+        try await task.value
+      }
+    }
+    #expect(operation.running == 0, "the operation was \(Self.stillRunning)")
     #expect(clock.sleepsRunning == 0, "the timer was \(Self.stillRunning)")
   }
 

@@ -99,6 +99,7 @@ private let failureHint =
 /// | both requests | — | each starts before the other ends: `asksForBothAtOnce` | the longer of the two, not the sum: `asksForBothAtOnce` |
 /// | one request fails | its error: `failureEndsBoth` | none still running after the call: `failureEndsBoth` | — the call may first wait for the request it awaits first (`async let` awaits in order) |
 /// | one request fails, the other left to finish | — a group that collects both outcomes before it throws waits for the other request and never cancels it; `async let`, awaiting in order, also waits when the second one awaited fails, so waiting is allowed, and that answer differs only in not cancelling the second request when the first fails, which the contract does not demand (not caught) | | |
+/// | the caller is cancelled before the call | `CancellationError`: `cancelledBeforeTheCall` | none still running after the call: `cancelledBeforeTheCall` | — |
 /// | the caller is cancelled | `CancellationError`: `cancellingTheCallerCancelsBoth` | both see it: `cancellingTheCallerCancelsBoth` | — |
 /// | cancelled after it returned | — the requests have ended with the call | | |
 @Suite("5.3 Two at once")
@@ -180,6 +181,28 @@ struct TwoAtOnceTests {
       tripPrice(for:using:) had thrown: child tasks of async let end with the call, \
       unstructured Task { } ones do not
       """)
+  }
+
+  @Test("A caller cancelled before the call throws CancellationError and leaves no request running")
+  func cancelledBeforeTheCall() async throws {
+    let pricing = FakePricing(flight: .priceUnlessCancelled(240), hotel: .priceUnlessCancelled(315))
+    let caller = Task {
+      withUnsafeCurrentTask { $0?.cancel() }
+      return try await tripPrice(for: lisbon, using: pricing)
+    }
+    let result = try await withDeadline(
+      .seconds(2), "tripPrice(for:using:) called from a task already cancelled",
+      hint: "the requests did not see the caller's cancellation"
+    ) {
+      await caller.result
+    }
+    let running = pricing.log.value.running
+
+    #expect(throws: CancellationError.self) { try result.get() }
+    #expect(
+      running.isEmpty,
+      "tripPrice returned while \(running.sorted()) still ran: a request made from a task the call does not own runs on after the call, for nobody"
+    )
   }
 
   @Test("Cancelling the caller cancels both requests")

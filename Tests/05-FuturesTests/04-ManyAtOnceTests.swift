@@ -104,6 +104,7 @@ private let failureHint =
 /// | every hotel | — | all running before any ends: `asksForEveryRateAtOnce` | — |
 /// | no hotels | `[]`: `noHotels` | none made: `noHotels` | — |
 /// | a request fails | its error: `firstFailureCancelsTheRest`; the first in time, not in the list: `firstErrorInTime` | the rest cancelled, none left running: `firstFailureCancelsTheRest` | at once: `firstErrorInTime` |
+/// | the caller is cancelled before the call | `CancellationError`: `cancelledBeforeTheCall` | none still running after the call: `cancelledBeforeTheCall` | — |
 /// | the caller is cancelled | `CancellationError`: `cancellingTheCallerCancelsEveryRequest` | every request sees it: `cancellingTheCallerCancelsEveryRequest` | — |
 /// | cancelled after it returned | — the requests have ended with the call | | |
 @Suite("5.4 Many at once")
@@ -272,6 +273,32 @@ struct ManyAtOnceTests {
       were not: a request made from a task the call does not own runs on after the call, \
       for nobody
       """)
+  }
+
+  @Test("A caller cancelled before the call throws CancellationError and leaves no request running")
+  func cancelledBeforeTheCall() async throws {
+    let service = FakeRates([
+      "Alfama": .rateUnlessCancelled(110),
+      "Baixa": .rateUnlessCancelled(95),
+      "Chiado": .rateUnlessCancelled(140),
+    ])
+    let caller = Task {
+      withUnsafeCurrentTask { $0?.cancel() }
+      return try await nightlyRates(at: hotels("Alfama", "Baixa", "Chiado"), using: service)
+    }
+    let result = try await withDeadline(
+      .seconds(2), "nightlyRates(at:using:) called from a task already cancelled",
+      hint: "the requests did not see the caller's cancellation"
+    ) {
+      await caller.result
+    }
+    let running = service.log.value.running
+
+    #expect(throws: CancellationError.self) { try result.get() }
+    #expect(
+      running.isEmpty,
+      "nightlyRates returned while the requests for \(running.sorted()) still ran: a request made from a task the call does not own runs on after the call, for nobody"
+    )
   }
 
   @Test("Throws the error that happens first, not the first in the list")
