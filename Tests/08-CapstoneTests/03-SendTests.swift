@@ -15,8 +15,10 @@ import WorkbookTesting
 /// | 1025 bytes, or a newline | `.invalidLine`: `lengthLimit`, `invalidLineThrows` | stays open, the next line goes: `invalidLineThrows` | — |
 /// | before joining | `.notConnected`, unchanged: `sendBeforeConnectThrows` | — | — |
 /// | after `disconnect()` | the connection's error: `sendAfterDisconnectThrows` | — | — |
+/// | an invalid line in a cancelled task | throws, `CancellationError` or `.invalidLine`, never returns: `cancelledInvalidLineThrows` | — | — |
 /// | in a cancelled task | returns or `CancellationError`: `cancelledSend` | stays open, the next line goes: `cancelledSend` | — |
 /// | the task cancelled while the send waits for its completion | returns or `CancellationError`: `cancelledWhileSending` | stays open, the next line goes: `cancelledWhileSending` | — |
+/// | the task cancelled at the moment the completion comes | returns or `CancellationError`, once: `cancelledAsTheCompletionComes` | — | the cancel and the completion on two threads, aimed at the moment the winner flips, round after round: `cancelledAsTheCompletionComes` (a flag looked at and set in two lock steps is caught in about one run of six: its gap is a few nanoseconds, and nothing the test can pause lies inside it) |
 /// | many at once | each returns once its line is on its way: `concurrentSends` | — | all delivered, in any order: `concurrentSends` |
 /// | completion twice / never | — the legacy contract: exactly once | | |
 @Suite("8.3 Send")
@@ -222,6 +224,37 @@ struct SendTests {
     )
   }
 
+  @Test("A line that cannot be sent, from a cancelled task, still does not look sent")
+  func cancelledInvalidLineThrows() async throws {
+    let server = try startedServer()
+    defer { server.stop() }
+    let connection = ChatConnection()
+    defer { connection.disconnect() }
+    try await legacyConnect(connection, port: server.port, name: "alice")
+
+    let sending = Task {
+      withUnsafeCurrentTask { $0?.cancel() }
+      try await connection.send("two\nlines")
+    }
+    let outcome = try await withDeadline(
+      .seconds(2), "send(_:) of an invalid line in a cancelled task",
+      hint: "the completion's paths must resume the continuation, cancelled or not"
+    ) {
+      await sending.result
+    }
+    switch outcome {
+    case .success:
+      Issue.record(
+        "send(\"two\\nlines\") in a cancelled task returned as if the line had gone out; the connection refused it (.invalidLine): a send that returns says its line is on its way, so a cancelled one must throw, CancellationError or the connection's error, unless its line really went"
+      )
+    case .failure(let error):
+      #expect(
+        error is CancellationError || (error as? ChatConnectionError) == .invalidLine,
+        "a refused line's send in a cancelled task may throw CancellationError or .invalidLine, not \(error)"
+      )
+    }
+  }
+
   @Test(
     "A send whose task is cancelled while it waits for its completion leaves the connection open")
   func cancelledWhileSending() async throws {
@@ -253,6 +286,73 @@ struct SendTests {
         "the task of a send was cancelled while the send waited for its completion, and the connection was gone (the cancelled send \(cancelled), the next one \(next)): the line was already handed over, and the connection carries other lines both ways; cancelling one send must not end the chat (no disconnect() on cancel)"
       }
     )
+  }
+
+  @Test("A send cancelled at the very moment its completion comes answers once, round after round")
+  func cancelledAsTheCompletionComes() async throws {
+    let server = try startedServer()
+    defer { server.stop() }
+    let bob = try await join(server, as: "bob")
+    let held = HeldCallbacks()
+    let connection = ChatConnection(callbacksVia: held.schedule)
+    defer { connection.disconnect() }
+    let connecting = Task { try await legacyConnect(connection, port: server.port, name: "alice") }
+    _ = await eventually { held.heldCount >= 1 }
+    await held.release()
+    try await connecting.value
+
+    // Each round, the send's completion is held, then run on a thread of the test's while
+    // the send's task is cancelled from another, a tuned moment apart (see RaceAimer): the
+    // moment moves toward the point where the outcome flips, from the cancel winning to the
+    // completion winning. Whichever wins, the send ends once, with its outcome or
+    // CancellationError. A box that both resume unguarded fails in the first round; a
+    // "done?" flag looked at and set in two steps lets both in only when they meet within a
+    // few nanoseconds, which about one run in six sees (the table says so).
+    let aimer = RaceAimer()
+    defer { aimer.stop() }
+    let completer = OneThreadExecutor()
+    var round = 0
+    try await raceRounds { _, _ in
+      round += 1
+      let round = round
+      held.holdAgain()
+      let sending = Task { try await connection.send("round \(round)") }
+      // Looked at without sleeping between looks: the line is handed over within
+      // microseconds, and a round must not cost more.
+      let giveUp = ContinuousClock.now + .seconds(2)
+      while held.heldCount == 0 && ContinuousClock.now < giveUp { await Task.yield() }
+      guard held.heldCount >= 1 else {
+        sending.cancel()
+        Issue.record("send(_:) never handed its line to the connection")
+        return false
+      }
+      let completions = held.takeHeld()
+      Task(executorPreference: completer) {
+        aimer.anchor { sending.cancel() }
+        for completion in completions { completion() }
+      }
+      let outcome = try await withDeadline(
+        .seconds(2), "send(_:) cancelled as its completion came (round \(round))",
+        hint: "the cancel and the completion came at the same moment, and neither resumed "
+          + "the send: each decided from a flag the other had not set yet, or from one it had "
+          + "set but not yet acted on"
+      ) {
+        await sending.result
+      }
+      switch outcome {
+      case .success: aimer.learn(actionCameFirst: false)
+      case .failure(let error) where error is CancellationError:
+        aimer.learn(actionCameFirst: true)
+      case .failure(let error):
+        Issue.record(
+          Comment(
+            rawValue: "a valid line's send, cancelled as its completion came, threw \(error): "
+              + "it may go out or throw CancellationError (round \(round))"))
+        return false
+      }
+      return true
+    }
+    withExtendedLifetime(bob) {}
   }
 
   /// The contract after a cancelled send: the send returns or throws `CancellationError`,

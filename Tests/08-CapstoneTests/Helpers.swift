@@ -260,7 +260,9 @@ final class HeldCallbacks: Sendable {
     }
   }
 
-  private func takeHeld() -> [@Sendable () -> Void] {
+  /// Takes the held callbacks without running them, for a test to run where and when it
+  /// likes; from then on each callback runs as it comes.
+  func takeHeld() -> [@Sendable () -> Void] {
     state.withLock { state in
       state.holding = false
       defer { state.held = [] }

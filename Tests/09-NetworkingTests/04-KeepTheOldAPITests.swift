@@ -60,6 +60,7 @@ private func waitFor(_ semaphore: DispatchSemaphore) { semaphore.wait() }
 /// | --- | --- | --- | --- | --- |
 /// | forecast | `.success(text)`: `successOnce` | — (the async call owns its request) | once: `successOnce` | returns its request at once, holds no thread while the forecast comes: `returnsAtOnce`; any thread, the main one not needed: `cancelAfterTheForecastArrived` |
 /// | failure | `.failure` with the async API's own error: `failureOnce` | — (as a forecast) | once: `failureOnce` | — (as a forecast) |
+/// | the network fails (connection dropped) | `.failure` with the session's `URLError`: `transportFailureOnce` | — (the server closed it) | once: `transportFailureOnce` | — |
 /// | status codes | — (the async `forecast(for:)`, given, turns them into `ForecastUnavailable`) | — | — | — |
 /// | cancel in flight | nothing: `cancelNeverCallsBack` | the request cancelled, server sees the close: `cancelNeverCallsBack` | never: `cancelNeverCallsBack` | — |
 /// | cancel once the forecast is in, before the task awaiting it ran on | nothing: `cancelBeforeTheTaskRunsOn` | — (the request is over) | never: `cancelBeforeTheTaskRunsOn` | the session's hand-over held (`withPlainThreadJobsReordered`), the cancel in between: `cancelBeforeTheTaskRunsOn` |
@@ -123,6 +124,35 @@ struct KeepTheOldAPITests {
         "pass the async API's error on unchanged, got \(error)")
     } else if let first = results.first {
       Issue.record("the server answered 500: expected .failure, got \(first)")
+    }
+  }
+
+  @Test("A request the network fails calls back once, with the session's error")
+  func transportFailureOnce() async throws {
+    let server = try startedServer(["/forecast/oslo": .dropped(payload(4000), after: 1000)])
+    defer { server.stop() }
+    let session = makeSession()
+    let calls = Calls([])
+
+    try await request(service(server, session), "oslo") { result in
+      calls.withLock { $0.append(result) }
+    }
+    let called = await eventually { !calls.value.isEmpty }
+    #expect(
+      called,
+      Comment(
+        rawValue: "the server dropped the connection mid-answer, and the completion was never "
+          + "called: every error the async call throws must reach the completion, not only "
+          + "ForecastUnavailable (only a cancel by the handle stays silent)"))
+    try await Task.sleep(for: .milliseconds(50))
+    let results = calls.value
+    #expect(
+      results.count <= 1,
+      "called back \(results.count) times: the completion must be called exactly once")
+    if case .failure(let error)? = results.first {
+      #expect(error is URLError, "pass the session's error (a URLError) on unchanged, got \(error)")
+    } else if let first = results.first {
+      Issue.record("the server dropped the connection: expected .failure, got \(first)")
     }
   }
 

@@ -14,7 +14,7 @@ import Synchronization
 /// would only let it run once preempted, and the timing would be lost. Nothing here decides
 /// whether an answer is right: a correct one gives the same outcome wherever the action
 /// lands, and the test says what it expects.
-final class RaceAimer: Sendable {
+public final class RaceAimer: Sendable {
   /// When the armed action is due (nanoseconds, monotonic clock), or 0 when none is armed.
   private let due = Atomic(0)
   private let action = Mutex<(@Sendable () -> Void)?>(nil)
@@ -33,7 +33,7 @@ final class RaceAimer: Sendable {
   /// How far each round moves the hold, and how much it is jittered by.
   private static let step = 8
 
-  init(initialHold: Int = 250) {
+  public init(initialHold: Int = 250) {
     hold = Atomic(initialHold)
     let allowed = Affinity.allowedProcessors()
     processors = allowed.count >= 2 ? (allowed[0], allowed[1]) : nil
@@ -43,11 +43,11 @@ final class RaceAimer: Sendable {
   }
 
   /// Ends the aimer's thread; call it when the race is over.
-  func stop() { stopped.store(true, ordering: .relaxed) }
+  public func stop() { stopped.store(true, ordering: .relaxed) }
 
   /// On the learner's thread, at the anchor: arms `action` for a moment from now, then holds
   /// this thread until the tuned time after it, and lets the learner's code go on.
-  func anchor(fire action: @escaping @Sendable () -> Void) {
+  public func anchor(fire action: @escaping @Sendable () -> Void) {
     let previous = processors.flatMap { Affinity.pinCurrentThread(to: $0.learner) }
     // The thread's processors are given back before the final wait, so that nothing slow
     // comes between the release and the learner's next step.
@@ -62,7 +62,7 @@ final class RaceAimer: Sendable {
   /// What the last round showed: `true` when the learner's code saw the action (it came
   /// too early to find the gap), `false` when the action found the learner's step done (too
   /// late). The next round aims a little the other way.
-  func learn(actionCameFirst: Bool) {
+  public func learn(actionCameFirst: Bool) {
     let rounds = streak.withLock { streak in
       streak.rounds = streak.actionCameFirst == actionCameFirst ? streak.rounds + 1 : 0
       streak.actionCameFirst = actionCameFirst
@@ -103,7 +103,7 @@ final class RaceAimer: Sendable {
 /// nanoseconds later (or earlier, when negative); after each round the lag moves toward the
 /// point where the outcome flips, as ``RaceAimer``'s hold does. For two copies of the same
 /// code (two streams of one client, say), whose gap between a check and its act then meet.
-final class Rendezvous: Sendable {
+public final class Rendezvous: Sendable {
   private let arrived = Atomic(0)
   private let left = Atomic(0)
   private let startAt = Atomic(0)
@@ -116,26 +116,26 @@ final class Rendezvous: Sendable {
   private static let lead = 2_000
   private static let step = 8
 
-  init() {
+  public init() {
     let allowed = Affinity.allowedProcessors()
     processors = allowed.count >= 2 ? Array(allowed.prefix(2)) : []
   }
 
   /// Readies the next round; call it once every party of the last one has gone on.
-  func reset() {
+  public func reset() {
     arrived.store(0, ordering: .sequentiallyConsistent)
     left.store(0, ordering: .sequentiallyConsistent)
     startAt.store(0, ordering: .sequentiallyConsistent)
   }
 
   /// Whether every party that arrived this round has gone on again.
-  var isOver: Bool {
+  public var isOver: Bool {
     let arrived = arrived.load(ordering: .sequentiallyConsistent)
     return arrived > 0 && left.load(ordering: .sequentiallyConsistent) == arrived
   }
 
   /// On a party's thread, at its anchor: `party` is 0 or 1.
-  func arrive(as party: Int) {
+  public func arrive(as party: Int) {
     let previous = processors.isEmpty ? nil : Affinity.pinCurrentThread(to: processors[party])
     defer { left.add(1, ordering: .sequentiallyConsistent) }
     let (_, count) = arrived.add(1, ordering: .sequentiallyConsistent)
@@ -156,7 +156,7 @@ final class Rendezvous: Sendable {
   }
 
   /// What the round showed: whether the second party's act came first.
-  func learn(secondCameFirst: Bool) {
+  public func learn(secondCameFirst: Bool) {
     let rounds = streak.withLock { streak in
       streak.rounds = streak.secondCameFirst == secondCameFirst ? streak.rounds + 1 : 0
       streak.secondCameFirst = secondCameFirst
@@ -178,8 +178,11 @@ final class Rendezvous: Sendable {
 }
 
 /// Which processors a thread may run on, through glibc's `sched_getaffinity` and
-/// `sched_setaffinity` (looked up at run time: Swift's Glibc module leaves them out).
+/// `sched_setaffinity` (looked up at run time: Swift's Glibc module leaves them out). Elsewhere
+/// no thread is pinned, and the races are aimed all the same, less sharply.
 private enum Affinity {
+  #if os(Linux)
+  typealias Processors = cpu_set_t
   typealias Call = @convention(c) (pid_t, Int, UnsafeMutableRawPointer) -> Int32
 
   static func call(_ name: String) -> Call? {
@@ -221,4 +224,11 @@ private enum Affinity {
       set(0, MemoryLayout<cpu_set_t>.size, $0.baseAddress!)
     }
   }
+  #else
+  struct Processors {}
+
+  static func allowedProcessors() -> [Int] { [] }
+  static func pinCurrentThread(to processor: Int) -> Processors? { nil }
+  static func restoreCurrentThread(_ previous: Processors) {}
+  #endif
 }
