@@ -54,6 +54,11 @@ struct Shown: Sendable {
   }
 }
 
+/// Callbacks on the main queue, as many an app's SDK makes them.
+private let onTheMainQueue = CallbackScript(
+  timing: .scheduled(
+    CallbackScheduler(name: "the main queue") { work in DispatchQueue.main.async(execute: work) }))
+
 /// The contract of `refresh(city:)`: each path, what the screen shows, and the test that
 /// checks it (— where a column does not apply, and why). Every refresh goes through
 /// `refresh(_:city:)`, which reads the model in the job `refresh(city:)` returns in and
@@ -62,12 +67,12 @@ struct Shown: Sendable {
 /// | path | screen, failure (at return) | SDK requests | progress bar | thread, actor, timing |
 /// | --- | --- | --- | --- | --- |
 /// | conditions, forecast, radar | the screen, failure nil: `showsEverything` | conditions first, then forecast (5 days, its station) and radar, once each: `showsEverything` | — | any thread, inside the call, later: `showsEverything`; no main-actor trap: every test |
-/// | cached forecast + error | shown with the error as warning: `cachedForecastShowsWithItsWarning` | — | — | — |
+/// | cached forecast + error (`.stale`, or any other) | shown with the error as warning: `cachedForecastShowsWithItsWarning` | — | — | — |
 /// | no radar map | shown without a map: `noRadar` | — | nothing arrives, nothing waited for: `noRadar` | — |
 /// | conditions error | its error, screen nil: `conditionsErrorFails` | nothing more asked: `conditionsErrorFails` | — | — |
 /// | forecast error | its error, screen nil: `forecastErrorFails` | — | — | — |
 /// | forecast (nil, nil) | `EmptyForecast`, screen nil: `emptyForecastFails` | — | — | — |
-/// | 300 progress values | — | — | all, once, in order, on the bar when refresh returns, none later: `progressReachesTheBar` | reported inside the call or on another thread: `progressReachesTheBar` |
+/// | 300 progress values | — | — | all, once, in order, on the bar when refresh returns, none later: `progressReachesTheBar` | reported inside the call, on another thread, or on the main queue: `progressReachesTheBar` |
 /// | slow SDK | — | — | — | the main actor stays free while the conditions wait: `leavesTheMainActorFree`; a radar 2.5 s late blocks no thread and not the main actor: `slowRadar` |
 /// | refreshed again | the newest outcome replaces the old one: `refreshingAgain` | — | — | — |
 /// | two refreshes at once | — the doc comment promises nothing for overlapping refreshes | | | |
@@ -190,10 +195,12 @@ struct WeatherScreenTests {
       """)
   }
 
-  @Test("Shows a cached forecast with its warning when the forecast comes with an error")
-  func cachedForecastShowsWithItsWarning() async throws {
+  @Test(
+    "Shows a cached forecast with its warning when the forecast comes with an error, whichever",
+    arguments: [ForecastError.stale, .offline])
+  func cachedForecastShowsWithItsWarning(warning: ForecastError) async throws {
     let client = Sky.client()
-    client.forecastReply = .valueAndError(.stale)
+    client.forecastReply = .valueAndError(warning)
     let model = WeatherScreenModel(client: client)
 
     let shown = try await Self.refresh(
@@ -201,20 +208,20 @@ struct WeatherScreenTests {
       hint: "the (forecast, error) reply never resumes; show the forecast with its warning")
 
     var expected = Sky.londonScreen
-    expected.forecastWarning = .stale
+    expected.forecastWarning = warning
     #expect(
       shown.failure == nil,
       """
       refresh(city:) failed with \(String(describing: shown.failure)) when the forecast came \
-      from the cache with a warning: a forecast that comes with an error must be shown, with \
-      the error as its forecastWarning, not thrown away
+      with the error .\(warning): a forecast that comes with an error, whatever the error, \
+      must be shown, with the error as its forecastWarning, not thrown away
       """)
     #expect(shown.screen == expected, Self.wrongScreen(shown, expected: expected))
     #expect(
-      shown.screen?.forecastWarning == .stale,
+      shown.screen?.forecastWarning == warning,
       """
-      the cached forecast is shown without its warning: the error that came with it must be \
-      the screen's forecastWarning (the "may be out of date" banner)
+      the forecast is shown without its warning .\(warning): the error that came with it must \
+      be the screen's forecastWarning (the "may be out of date" banner)
       """)
   }
 
@@ -309,7 +316,7 @@ struct WeatherScreenTests {
 
   @Test(
     "Every radar progress value, 300 of them, is on the bar when refresh(city:) returns, in order",
-    arguments: [CallbackScript.synchronously, .default])
+    arguments: [CallbackScript.synchronously, .default, onTheMainQueue])
   func progressReachesTheBar(script: CallbackScript) async throws {
     let steps = (1...300).map { Double($0) / 300 }
     let client = Sky.client(radar: script)

@@ -215,6 +215,10 @@ public enum Classifier {
       details.append(
         "the runtime stopped the tests: a closure isolated to the main actor was called "
           + "on a background thread (Swift 6 checks isolation at run time)")
+    } else if crash.isSyncOnItsOwnQueue {
+      details.append(
+        "libdispatch stopped the tests: DispatchQueue.sync was called on the serial queue the "
+          + "code was already running on, a wait that could never end")
     } else if crash.isSemaphoreFreedInUse {
       details.append(
         "libdispatch stopped the tests: a DispatchSemaphore was freed while still in use, its "
@@ -276,6 +280,11 @@ public enum Classifier {
       return "a continuation was resumed twice: the callback ran twice, one handler resumed on "
         + "two paths (in a `defer` and in the body, say), or a stored continuation was resumed "
         + "without being taken out, so a later report or a cancellation found it again"
+    }
+    if crash.isSyncOnItsOwnQueue {
+      return "a callback hopped to a queue with `sync` while it already ran on that queue: "
+        + "legacy code may call back on any queue, the main one included, so a handler cannot "
+        + "assume it runs elsewhere"
     }
     if crash.isSemaphoreFreedInUse {
       return "a thread waited on a semaphore for something asynchronous, and the semaphore "

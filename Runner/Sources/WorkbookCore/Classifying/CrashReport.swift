@@ -48,6 +48,12 @@ public struct CrashReport: Sendable, Equatable {
     frames.first?.symbol.contains("_dispatch_semaphore_dispose") ?? false
   }
 
+  /// Whether libdispatch trapped a `sync` onto the serial queue the calling code already runs
+  /// on (the main queue from the main queue, say): a wait that could never end.
+  public var isSyncOnItsOwnQueue: Bool {
+    frames.first?.symbol.contains("__DISPATCH_WAIT_FOR_QUEUE__") ?? false
+  }
+
   /// Whether the runtime caught a continuation being resumed twice.
   public var isDoubleResume: Bool {
     fatalMessage?.contains("tried to resume its continuation more than once") ?? false

@@ -41,6 +41,15 @@ import Testing
       !CrashReport.parse(try Fixtures.sample("double-resume.stderr.txt")).isSemaphoreFreedInUse)
   }
 
+  @Test func recognisesASyncOnTheQueueItRunsOn() throws {
+    let report = CrashReport.parse(try Fixtures.sample("sync-on-its-own-queue.stderr.txt"))
+    #expect(report.isSyncOnItsOwnQueue)
+    #expect(!report.isSemaphoreFreedInUse && !report.isDoubleResume && !report.isIsolationTrap)
+    let meaning = Classifier.meaning(of: report) ?? ""
+    #expect(meaning.hasPrefix("a callback hopped to a queue with `sync`"))
+    #expect(!CrashReport.parse(try Fixtures.sample("double-resume.stderr.txt")).isSyncOnItsOwnQueue)
+  }
+
   @Test func findsTheLeakedContinuationLine() throws {
     let report = CrashReport.parse(try Fixtures.sample("deadline.stderr.txt"))
     #expect(!report.showsCrash)
