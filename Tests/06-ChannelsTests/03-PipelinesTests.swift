@@ -101,7 +101,9 @@ private final class Activity: Sendable {
       if stopsWhenCancelled {
         try await Task.sleep(for: delay)
       } else {
-        try? await Task.sleep(for: delay)
+        // The whole delay, cancelled or not: a sleep in a task of its own, which the
+        // transform's cancellation does not reach.
+        await Task.detached { try? await Task.sleep(for: delay) }.value
       }
       return element * 10
     }
@@ -121,8 +123,9 @@ private final class Activity: Sendable {
 /// | an empty source | none: `emptySource` | returns at once: `emptySource` | — | — |
 /// | N workers | — | — | — | N transforms at once, never more: `fansOutToTheWorkers` |
 /// | a transform fails | — | its error: `failingTransform` | none: `failingTransform` | — |
-/// | the consumer fails | — | its error: `failingConsumer` | none: `failingConsumer` | — |
-/// | the caller is cancelled | — | `CancellationError`, not a clean end: `cancellation` | none: `cancellation` | — |
+/// | the consumer fails | — | its error: `failingConsumer` | none, even with transforms slow to stop: `failingConsumer` | — |
+/// | the caller is cancelled before the call | — | `CancellationError`, not a clean end: `cancelledBeforeTheCall` | none: `cancelledBeforeTheCall` | — |
+/// | the caller is cancelled | — | `CancellationError`, not a clean end: `cancellation` | none, even with transforms slow to stop: `cancellation` | — |
 /// | slow transforms | — | — | — | the source read only as workers come free, at most `workers` + 1 ahead: `readsTheSourceAsWorkersFree` |
 /// | a slow consumer | — | — | — | one result consumed at a time: `consumesOneAtATime` |
 /// | a transform fails among the last ones of a finite source | — | its error: `lastTransformFails` | — | — |
@@ -321,7 +324,7 @@ struct PipelinesTests {
       ) {
         try await runPipeline(
           source: endlessSource(), workers: 3,
-          transform: activity.timesTen(delay: .milliseconds(5)),
+          transform: activity.timesTen(delay: .milliseconds(5), stopsWhenCancelled: false),
           consume: consume)
       }
     }
@@ -358,6 +361,31 @@ struct PipelinesTests {
     #expect(
       activity.transforms.value.started == atReturn.started,
       "transforms started after runPipeline returned")
+  }
+
+  @Test("A pipeline whose task is already cancelled throws CancellationError")
+  func cancelledBeforeTheCall() async throws {
+    let activity = Activity()
+    let running = Task {
+      withUnsafeCurrentTask { $0?.cancel() }
+      return try await runPipeline(
+        source: finishedSource(1...10), workers: 3, transform: activity.timesTen(),
+        consume: activity.record)
+    }
+    let result = try await withDeadline(
+      .seconds(2), "runPipeline(…) in a task already cancelled", hint: stopHint
+    ) {
+      await running.result
+    }
+    #expect(
+      throws: CancellationError.self,
+      "the pipeline's task was cancelled before it began, and runPipeline returned as if it had finished: a cancelled pipeline must not look finished"
+    ) {
+      try result.get()
+    }
+    #expect(
+      activity.transforms.value.running == 0,
+      "a transform was still running when runPipeline returned")
   }
 
   @Test("The consumer gets one result at a time, however many workers there are")
