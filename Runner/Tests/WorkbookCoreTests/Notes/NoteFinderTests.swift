@@ -117,8 +117,12 @@ import Testing
       let task = Task {
         usleep(1_000)
       }
+      func timed() async {
+        _ = semaphore.wait(timeout: .now() + 1)
+        race.wait(with: continuation)
+      }
       """
-    #expect(Self.lines(.blockingWaitInAsyncCode, source) == [5, 8, 9, 22])
+    #expect(Self.lines(.blockingWaitInAsyncCode, source) == [5, 8, 9, 22, 25])
   }
 
   @Test func aLockHeldAcrossAnAwaitIsFoundWhereverItIsReleased() {

@@ -7,7 +7,10 @@ import Foundation
 extension CodeText {
   func blockingWaitsInAsyncCode() -> [Int] {
     let regions = asyncRegions()
-    return ranges(#"\.wait\s*\(|\bThread\.sleep\b|(?<![\w.])u?sleep\s*\("#).compactMap { wait in
+    // `.wait()` and its timed forms (a semaphore's, a group's, a condition's), not any
+    // method that happens to be called `wait` (`race.wait(with: continuation)`).
+    let waits = #"\.wait\s*\(\s*(\)|timeout\s*:|wallTimeout\s*:|until\s*:)"#
+    return ranges(waits + #"|\bThread\.sleep\b|(?<![\w.])u?sleep\s*\("#).compactMap { wait in
       guard inside(wait.lowerBound, regions), !isAwaited(wait.lowerBound) else { return nil }
       for block in enclosingBlocks(of: wait.lowerBound) {
         if regions.contains(block) { break }
