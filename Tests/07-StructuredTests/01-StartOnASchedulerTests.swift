@@ -24,6 +24,12 @@ private func later(
   return promise
 }
 
+/// Lets the main actor run other jobs `times` times: it returns only while the main actor is
+/// free.
+@MainActor private func yieldTheMainActor(times: Int) async {
+  for _ in 0..<times { await Task.yield() }
+}
+
 /// The contract of `ProfileScreen.load(_:)`: each path, what the screen and the lookup see,
 /// and the test that checks it (— where a column does not apply, and why).
 ///
@@ -31,6 +37,7 @@ private func later(
 /// | --- | --- | --- | --- |
 /// | the name arrives, late or at once | `Loading…` at once, then the name: `showsTheName` | — | — |
 /// | the lookup fails | `Unavailable`: `showsUnavailable` | — | — |
+/// | the same id loaded again, after a failure | `Loading…`, then the new answer: `sameIdAgain` | a new lookup: `sameIdAgain` | — |
 /// | a lookup pending | — | — | the main actor stays free: `mainActorStaysFree` |
 /// | the load is cancelled while pending | nothing changes after: `cancellingCancelsTheLookup` | cancelled: `cancellingCancelsTheLookup` | — |
 /// | cancelled after the future succeeded, before the name is shown | nothing changes: `cancelledAfterSuccess` | — | — |
@@ -72,14 +79,42 @@ struct StartOnASchedulerTests {
     #expect(screen.status == "Unavailable")
   }
 
+  @Test("Loading an id again, after its load ended, looks it up again")
+  func sameIdAgain() async throws {
+    let lookups = Locked(0)
+    let answers = Locked(["Unavailable first", "Ada Lovelace"])
+    let screen = ProfileScreen { _ in
+      lookups.withLock { $0 += 1 }
+      let answer = answers.withLock { $0.removeFirst() }
+      return later(
+        answer == "Unavailable first" ? .failure(LookupError.notFound) : .success(answer))
+    }
+
+    let first = screen.load("ada")
+    try await withDeadline(.seconds(2), "load(\"ada\")", hint: loadHint) { await first.value }
+    let second = screen.load("ada")
+    let shownAtOnce = screen.status
+    try await withDeadline(.seconds(2), "load(\"ada\") again", hint: loadHint) {
+      await second.value
+    }
+
+    #expect(
+      lookups.value == 2 && shownAtOnce == "Loading…" && screen.status == "Ada Lovelace",
+      "load(\"ada\") after a first load of \"ada\" had failed must start over (\"Loading…\", a new lookup, its answer): it showed \"\(shownAtOnce)\" at once, looked up \(lookups.value) times in all, and ended showing \"\(screen.status)\""
+    )
+  }
+
   @Test("The main actor stays free while the lookup is pending")
   func mainActorStaysFree() async throws {
     let promise = CoPromise<String>()
     let screen = ProfileScreen { _ in promise }
     let task = screen.load("ada")
 
-    // This test runs on the main actor: each await below needs it to be free.
-    for _ in 0..<10 { await Task.yield() }
+    // This test runs on the main actor: each await below needs it to be free. Inside a
+    // deadline, whose watch names a main actor that stops running jobs.
+    try await withDeadline(.seconds(2), "load(\"ada\")", hint: loadHint) {
+      await yieldTheMainActor(times: 10)
+    }
     #expect(screen.status == "Loading…")
     promise.success("Ada Lovelace")
 
