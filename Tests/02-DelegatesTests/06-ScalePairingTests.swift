@@ -100,6 +100,7 @@ private func expectPaired(
 /// | fails | the session's error, unchanged: `throwsTheSessionsError` | — | — | — |
 /// | cancelled on the scale | `PairingCancelled`: `cancelledOnTheScale` | — | — | — |
 /// | cancelled by the app (`session.cancel()`) | `PairingCancelled`: `cancelledByTheApp` | started at once: `cancelledByTheApp` | — | — |
+/// | cancelled by the app from the progress handler, the session reporting at once | `PairingCancelled`: `progressHandlerCancels` | — | — | the cancel's report comes inside the progress call, on its thread: `progressHandlerCancels` |
 /// | each outcome repeated; pairs then fails | the first outcome, once: `answersOnce` | — | — | — |
 /// | pairs as the app cancels, on two threads at once | the scale or `PairingCancelled`, once: `pairsAsTheAppCancels`, round after round: `pairsAsTheAppCancelsAgainAndAgain` | — | — | the two reports overlap, held in the delegate accessors: `pairsAsTheAppCancels`; released together with random offsets: `pairsAsTheAppCancelsAgainAndAgain` |
 /// | slow scale | the scale: `keepsTheDelegateAlive`, `slowScale` | the delegate outlives the wait (held weakly by the session): `keepsTheDelegateAlive` | — | suspends on the reporting thread: `suspendsWhileWaiting`; 2.5 s blocks no thread: `slowScale` |
@@ -180,6 +181,22 @@ struct ScalePairingTests {
     session.cancel()
     let outcome = try await withDeadline(.seconds(2), name, hint: cancelHint) {
       await pairingTask.result
+    }
+
+    Self.expectCancelled(outcome)
+  }
+
+  @Test(
+    "A progress handler that cancels the pairing gets PairingCancelled, even from a session that reports at once"
+  )
+  func progressHandlerCancels() async throws {
+    // The app's Cancel button, pressed from the progress UI: the session tells the delegate
+    // about the cancel at once, on the thread that cancels, inside the progress report.
+    let session = ScalePairingSession(outcome: .noAnswer, script: .synchronously)
+    let outcome = try await withDeadline(.seconds(2), name, hint: cancelHint) {
+      await Result {
+        try await pairScale(session, code: code, progress: { _ in session.cancel() })
+      }
     }
 
     Self.expectCancelled(outcome)
