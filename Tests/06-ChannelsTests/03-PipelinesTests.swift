@@ -407,7 +407,10 @@ struct PipelinesTests {
     }
 
     let seen = consuming.value
-    #expect(seen.count == 40, "\(seen.count) of 40 results were consumed")
+    #expect(
+      seen.count == 40,
+      "\(seen.count) of 40 results were consumed, by a consumer slower than the workers: the others were lost on their way from the workers to the consumer (a results stream that drops what waits, or one finished before the workers' last results were handed on)"
+    )
     #expect(
       seen.most == 1,
       "up to \(seen.most) consume calls ran at once: the consumer is one stage that takes the results one at a time, in one loop, while the workers go on; calling it from each worker makes it as concurrent as they are"
