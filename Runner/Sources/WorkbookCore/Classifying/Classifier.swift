@@ -71,6 +71,22 @@ public enum Classifier {
     func isBlocked(_ text: String) -> Bool { blockedMarkers.contains { text.hasPrefix($0) } }
     let blocked = issues.first { issue in issue.texts.contains(where: isBlocked) }
 
+    // A run stopped after a watchdog announced a blocked thread that never came back.
+    if case .stoppedAfterBlocking(let seconds) = run.outcome.termination, !crash.showsCrash {
+      let stopped =
+        "the tests were then stuck, so the runner stopped them after "
+        + "\(formatSeconds(seconds)): the blocked thread never came back"
+      if let blocked {
+        return Grade(
+          .failed, blocked.texts.filter(isBlocked) + locate(blocked, events, context) + [stopped])
+      }
+      if let announced = BlockedAnnouncement.first(in: run.outcome.stderr) {
+        var details = [announced.finding]
+        if !announced.test.isEmpty { details.append("test \(announced.test)") }
+        return Grade(.failed, details + [stopped])
+      }
+    }
+
     if case .timedOut(let seconds) = run.outcome.termination, !crash.showsCrash {
       if let blocked {
         var details = blocked.texts.filter(isBlocked)
@@ -107,7 +123,7 @@ public enum Classifier {
 
     switch run.outcome.termination {
     case .signalled, .stoppedAfterCrash: return crashed(run, crash, context)
-    case .exited, .timedOut: break
+    case .exited, .timedOut, .stoppedAfterBlocking: break
     }
     if crash.showsCrash {
       return crashed(run, crash, context)

@@ -11,6 +11,10 @@ public enum Termination: Sendable, Equatable {
   /// Printed a crash, then did not end within the grace period (the runtime's crash
   /// reporter can hang when two threads crash at once); the runner killed its group.
   case stoppedAfterCrash
+  /// Announced a blocked thread (a test watchdog's `workbook-blocked:` line), then did not
+  /// end within the grace period, `seconds` after it started: a main actor blocked for good
+  /// never comes back; the runner killed its group instead of waiting for the time limit.
+  case stoppedAfterBlocking(seconds: Double)
 }
 
 /// A finished child process and what it printed (at most ``OutputCapture/defaultLimit``
@@ -59,6 +63,8 @@ public enum ChildProcess {
   ///   - timeout: Seconds before the process tree is killed; `nil` waits forever.
   ///   - crashGrace: Once stderr shows a crash, seconds to let the process finish its
   ///     report before its tree is killed; `nil` waits for the time limit instead.
+  ///   - blockedGrace: Once stderr announces a blocked thread, seconds to let the process
+  ///     recover and end before its tree is killed; `nil` waits for the time limit instead.
   ///   - outputLimit: Bytes kept from the start and from the end of each stream.
   ///   - poll: Called about five times a second with the latest stdout while waiting.
   public static func run(
@@ -68,6 +74,7 @@ public enum ChildProcess {
     in directory: URL? = nil,
     timeout: Double? = nil,
     crashGrace: Double? = nil,
+    blockedGrace: Double? = nil,
     outputLimit: Int = OutputCapture.defaultLimit,
     poll: ((String) -> Void)? = nil
   ) throws(WorkbookError) -> ProcessOutcome {
@@ -123,6 +130,8 @@ public enum ChildProcess {
     var timedOut = false
     var stoppedAfterCrash = false
     var crashSeen: DispatchTime?
+    var stoppedAfterBlocking = false
+    var blockedSeen: DispatchTime?
     // Foundation learns that a child ended when a descriptor the child inherited closes, so
     // a grandchild that escaped with it would delay the news until it ends too; a child
     // seen to have ended is collected here instead.
@@ -141,8 +150,13 @@ public enum ChildProcess {
       if finished.wait(timeout: .now() + 0.2) == .success || ended() { break }
       poll?(stdout.recent())
       if crashSeen == nil, crashGrace != nil, stderr.sawCrash { crashSeen = .now() }
+      if blockedSeen == nil, blockedGrace != nil, stderr.sawBlocked { blockedSeen = .now() }
       if let crashSeen, let crashGrace, secondsSince(crashSeen) >= crashGrace {
         stoppedAfterCrash = true
+      } else if crashSeen == nil, let blockedSeen, let blockedGrace,
+        secondsSince(blockedSeen) >= blockedGrace
+      {
+        stoppedAfterBlocking = true
       } else if let timeout, secondsSince(start) >= timeout {
         timedOut = true
       } else {
@@ -165,6 +179,8 @@ public enum ChildProcess {
     let termination: Termination
     if stoppedAfterCrash {
       termination = .stoppedAfterCrash
+    } else if stoppedAfterBlocking {
+      termination = .stoppedAfterBlocking(seconds: secondsSince(start))
     } else if timedOut {
       termination = .timedOut(seconds: timeout ?? 0)
     } else if let status = collected {

@@ -12,6 +12,9 @@ public final class OutputCapture: Sendable {
   /// Bytes kept from the start and from the end of each stream by default (1 MiB each).
   public static let defaultLimit = 1 << 20
   static let crashMarkers = ["Fatal error", "*** Program crashed", "*** Signal "]
+  /// The line a test watchdog writes when it finds a thread blocked for good
+  /// (``BlockedAnnouncement/marker``).
+  static let blockedMarker = "workbook-blocked:"
 
   private struct State {
     var head: [UInt8] = []
@@ -20,6 +23,7 @@ public final class OutputCapture: Sendable {
     /// The end of the previous chunk, so a crash marker split across two reads is found.
     var carry: [UInt8] = []
     var crashSeen = false
+    var blockedSeen = false
   }
 
   public let headLimit: Int
@@ -60,12 +64,16 @@ public final class OutputCapture: Sendable {
         var window = state.carry
         window.append(contentsOf: bytes)
         state.crashSeen = Self.markerData.contains { Self.find($0, in: window) }
+        if !state.blockedSeen {
+          state.blockedSeen = Self.find(Self.blockedMarkerData, in: window)
+        }
         state.carry = Array(window.suffix(32))
       }
     }
   }
 
   private static let markerData = crashMarkers.map { Data($0.utf8) }
+  private static let blockedMarkerData = Data(blockedMarker.utf8)
 
   private static func find(_ marker: Data, in window: [UInt8]) -> Bool {
     Data(window).range(of: marker) != nil
@@ -83,6 +91,9 @@ public final class OutputCapture: Sendable {
 
   /// True once the stream has shown "Fatal error", "*** Program crashed" or "*** Signal ".
   public var sawCrash: Bool { state.withLock { $0.crashSeen } }
+
+  /// True once the stream has announced a blocked thread ("workbook-blocked:").
+  public var sawBlocked: Bool { state.withLock { $0.blockedSeen } }
 
   /// What was kept: everything, or the start and the end with a line saying how much of
   /// the middle was left out.

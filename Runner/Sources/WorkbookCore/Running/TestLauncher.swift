@@ -48,7 +48,8 @@ public enum TestLauncher {
           "--testing-library", "swift-testing", "--filter", filter,
           "--event-stream-output-path", events.path, "--event-stream-version", "0",
         ],
-        environment: environment, in: request.root, timeout: timeout, crashGrace: 5)
+        environment: environment, in: request.root, timeout: timeout, crashGrace: 5,
+        blockedGrace: 8)
     } else {
       // macOS: the test product is a bundle; let SwiftPM load it (not exercised on Linux).
       guard let swift = ChildProcess.which("swift") else {
@@ -61,7 +62,8 @@ public enum TestLauncher {
           "--scratch-path", request.scratchURL.path, "--filter", filter,
           "--event-stream-output-path", events.path, "--event-stream-version", "0",
         ],
-        environment: environment, in: request.root, timeout: timeout, crashGrace: 5)
+        environment: environment, in: request.root, timeout: timeout, crashGrace: 5,
+        blockedGrace: 8)
     }
     let log = EventStreamParser.parse(ChildProcess.readText(events))
     return SuiteRun(outcome: outcome, events: log)

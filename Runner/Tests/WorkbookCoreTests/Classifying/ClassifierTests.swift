@@ -192,6 +192,21 @@ import Testing
     #expect(grade.details.last?.contains("still running after 30 s") == true)
   }
 
+  @Test func aRunStoppedAfterItsAnnouncementIsNamedFromStderr() throws {
+    var run = try Fixtures.run("hang", termination: .stoppedAfterBlocking(seconds: 9.5))
+    run.outcome.stderr =
+      "\(BlockedAnnouncement.marker) Loads\t\(Classifier.mainActorBlockedMarker) load() blocked "
+      + "the main actor instead of suspending.\n"
+    let grade = Classifier.grade(run, sampleContext())
+    #expect(grade.verdict == .failed)
+    #expect(
+      grade.details.prefix(2) == [
+        "\(Classifier.mainActorBlockedMarker) load() blocked the main actor instead of suspending.",
+        "test Loads",
+      ])
+    #expect(grade.details.last?.contains("stopped them after 9.5 s") == true)
+  }
+
   @Test func anAnnouncementDoesNotTurnAFinishedRunIntoABlockedOne() throws {
     // A run that ended by itself has its issues; a blocking seen on the way was recorded
     // there, if it mattered.

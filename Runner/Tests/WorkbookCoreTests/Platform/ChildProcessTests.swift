@@ -23,6 +23,30 @@ import Testing
     #expect(after)
   }
 
+  @Test func stopsAProcessThatStaysStuckAfterAnnouncingABlockedThread() throws {
+    let started = Date()
+    let outcome = try ChildProcess.run(
+      "/bin/sh",
+      ["-c", "printf 'workbook-blocked: t\\tBlocked the main actor: x\\n' >&2; sleep 60"],
+      timeout: 30, crashGrace: 1, blockedGrace: 1)
+    guard case .stoppedAfterBlocking(let seconds) = outcome.termination else {
+      Issue.record("expected the run stopped after its announcement, got \(outcome.termination)")
+      return
+    }
+    #expect(seconds >= 1 && seconds < 20)
+    #expect(Date().timeIntervalSince(started) < 20)
+  }
+
+  @Test func findsABlockedAnnouncementSplitAcrossTwoReads() {
+    let capture = OutputCapture()
+    capture.append(Array("test output… workbook-blo".utf8))
+    let before = capture.sawBlocked
+    #expect(!before)
+    capture.append(Array("cked: t\tBlocked the main actor: x\n".utf8))
+    let after = capture.sawBlocked
+    #expect(after)
+  }
+
   @Test func letsAProcessWithoutACrashRunToTheLimit() throws {
     let outcome = try ChildProcess.run(
       "/bin/sh", ["-c", "echo 'all fine' >&2; sleep 60"], timeout: 2, crashGrace: 1)
