@@ -232,7 +232,14 @@ struct FutureDeadlineTests {
 
     let result = try await withDeadline(
       .seconds(2), "value(timeout:) in a task cancelled before it began",
-      hint: callerCancelledHint
+      likelyCause: {
+        future.isCanceled
+          ? "the legacy future was cancelled, so its callback ran with that answer, and the "
+            + "wait did not end: the answer came before the continuation was stored (the "
+            + "caller was cancelled before it began) and was lost. Store the continuation "
+            + "before the future can answer, or keep an answer that comes first"
+          : callerCancelledHint
+      }
     ) {
       await caller.result
     }
