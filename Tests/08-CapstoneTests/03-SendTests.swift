@@ -263,13 +263,8 @@ struct SendTests {
     let bob = try await join(server, as: "bob")
     // The send's completion is held until the test lets it go: the cancel lands while the
     // send waits for it, every run.
-    let held = HeldCallbacks()
-    let connection = ChatConnection(callbacksVia: held.schedule)
+    let (held, connection) = try await joinedWithHeldCallbacks(server)
     defer { connection.disconnect() }
-    let connecting = Task { try await legacyConnect(connection, port: server.port, name: "alice") }
-    _ = await eventually { held.heldCount >= 1 }
-    await held.release()
-    try await connecting.value
     held.holdAgain()
 
     let sending = Task { try await connection.send("mid-flight") }
@@ -293,13 +288,8 @@ struct SendTests {
     let server = try startedServer()
     defer { server.stop() }
     let bob = try await join(server, as: "bob")
-    let held = HeldCallbacks()
-    let connection = ChatConnection(callbacksVia: held.schedule)
+    let (held, connection) = try await joinedWithHeldCallbacks(server)
     defer { connection.disconnect() }
-    let connecting = Task { try await legacyConnect(connection, port: server.port, name: "alice") }
-    _ = await eventually { held.heldCount >= 1 }
-    await held.release()
-    try await connecting.value
 
     // Each round, the send's completion is held, then run on a thread of the test's while
     // the send's task is cancelled from another, a tuned moment apart (see RaceAimer): the
@@ -353,6 +343,20 @@ struct SendTests {
       return true
     }
     withExtendedLifetime(bob) {}
+  }
+
+  /// Alice, joined through the legacy connect on a connection whose callbacks the test
+  /// holds (from now on they run as they come, until the test holds them again).
+  private func joinedWithHeldCallbacks(
+    _ server: ChatServer
+  ) async throws -> (HeldCallbacks, ChatConnection) {
+    let held = HeldCallbacks()
+    let connection = ChatConnection(callbacksVia: held.schedule)
+    let connecting = Task { try await legacyConnect(connection, port: server.port, name: "alice") }
+    _ = await eventually { held.heldCount >= 1 }
+    await held.release()
+    try await connecting.value
+    return (held, connection)
   }
 
   /// The contract after a cancelled send: the send returns or throws `CancellationError`,

@@ -99,7 +99,22 @@ struct KeepTheOldAPITests {
 
   @Test("A 500 calls back once with the async API's error")
   func failureOnce() async throws {
-    let server = try startedServer(["/forecast/oslo": .status(500, "internal error")])
+    try await expectOneFailure(
+      answered: .status(500, "internal error"),
+      never: "the completion was never called for a 500: the failure path never calls back; "
+        + "call it with .failure(error)",
+      isExpected: { $0 as? ForecastUnavailable == ForecastUnavailable(status: 500) },
+      expected: "the async API's error")
+  }
+
+  /// Requests the forecast of a server that answers `response`, and records an issue unless
+  /// the completion is called exactly once, with a failure that `isExpected` accepts.
+  private func expectOneFailure(
+    answered response: HTTPTestResponse, never: String,
+    isExpected: (any Error) -> Bool, expected: String,
+    sourceLocation: SourceLocation = #_sourceLocation
+  ) async throws {
+    let server = try startedServer(["/forecast/oslo": response])
     defer { server.stop() }
     let session = makeSession()
     let calls = Calls([])
@@ -108,52 +123,30 @@ struct KeepTheOldAPITests {
       calls.withLock { $0.append(result) }
     }
     let called = await eventually { !calls.value.isEmpty }
-    #expect(
-      called,
-      Comment(
-        rawValue: "the completion was never called for a 500: the failure path never calls "
-          + "back; call it with .failure(error)"))
+    #expect(called, Comment(rawValue: never), sourceLocation: sourceLocation)
     try await Task.sleep(for: .milliseconds(50))
     let results = calls.value
     #expect(
       results.count <= 1,
-      "called back \(results.count) times: the completion must be called exactly once")
+      "called back \(results.count) times: the completion must be called exactly once",
+      sourceLocation: sourceLocation)
     if case .failure(let error)? = results.first {
       #expect(
-        error as? ForecastUnavailable == ForecastUnavailable(status: 500),
-        "pass the async API's error on unchanged, got \(error)")
+        isExpected(error), "pass \(expected) on unchanged, got \(error)",
+        sourceLocation: sourceLocation)
     } else if let first = results.first {
-      Issue.record("the server answered 500: expected .failure, got \(first)")
+      Issue.record("expected .failure, got \(first)", sourceLocation: sourceLocation)
     }
   }
 
   @Test("A request the network fails calls back once, with the session's error")
   func transportFailureOnce() async throws {
-    let server = try startedServer(["/forecast/oslo": .dropped(payload(4000), after: 1000)])
-    defer { server.stop() }
-    let session = makeSession()
-    let calls = Calls([])
-
-    try await request(service(server, session), "oslo") { result in
-      calls.withLock { $0.append(result) }
-    }
-    let called = await eventually { !calls.value.isEmpty }
-    #expect(
-      called,
-      Comment(
-        rawValue: "the server dropped the connection mid-answer, and the completion was never "
-          + "called: every error the async call throws must reach the completion, not only "
-          + "ForecastUnavailable (only a cancel by the handle stays silent)"))
-    try await Task.sleep(for: .milliseconds(50))
-    let results = calls.value
-    #expect(
-      results.count <= 1,
-      "called back \(results.count) times: the completion must be called exactly once")
-    if case .failure(let error)? = results.first {
-      #expect(error is URLError, "pass the session's error (a URLError) on unchanged, got \(error)")
-    } else if let first = results.first {
-      Issue.record("the server dropped the connection: expected .failure, got \(first)")
-    }
+    try await expectOneFailure(
+      answered: .dropped(payload(4000), after: 1000),
+      never: "the server dropped the connection mid-answer, and the completion was never "
+        + "called: every error the async call throws must reach the completion, not only "
+        + "ForecastUnavailable (only a cancel by the handle stays silent)",
+      isExpected: { $0 is URLError }, expected: "the session's error (a URLError)")
   }
 
   @Test("cancel() cancels the request and the completion is never called")
