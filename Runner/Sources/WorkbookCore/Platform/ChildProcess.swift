@@ -180,7 +180,7 @@ public enum ChildProcess {
     if stoppedAfterCrash {
       termination = .stoppedAfterCrash
     } else if stoppedAfterBlocking {
-      termination = .stoppedAfterBlocking(seconds: secondsSince(start))
+      termination = .stoppedAfterBlocking(seconds: (secondsSince(start) * 10).rounded() / 10)
     } else if timedOut {
       termination = .timedOut(seconds: timeout ?? 0)
     } else if let status = collected {
