@@ -191,25 +191,28 @@ struct ScalePairingTests {
   )
   func progressHandlerCancels() async throws {
     // The app's Cancel button, pressed from the progress UI: the session tells the delegate
-    // about the cancel at once, on the thread that cancels, inside the progress report, and
-    // says nothing more about that pairing (the scale it would have paired is never reported).
-    let session = ScalePairingSession(outcome: .pairs(scale), script: .synchronously)
+    // about the cancel at once, on the thread that cancels, inside the progress report.
+    let session = ScalePairingSession(outcome: .noAnswer, script: .synchronously)
     let progressed = Locked(false)
-    let outcome = try await withDeadline(.seconds(2), name, hint: cancelHint) {
-      await Result {
-        try await pairScale(
-          session, code: code,
-          progress: { _ in
-            progressed.withLock { $0 = true }
-            session.cancel()
-          })
-      }
+    let pairing = Task {
+      try await pairScale(
+        session, code: code,
+        progress: { _ in
+          progressed.withLock { $0 = true }
+          session.cancel()
+        })
     }
-    guard progressed.value else {
+    guard await eventually({ progressed.value }) else {
+      // Ended by the test, so that a handler never called leaves nothing waiting.
+      session.cancel()
+      _ = try await withDeadline(.seconds(2), name, hint: cancelHint) { await pairing.result }
       Issue.record(
         "the session reported progress, and the progress handler was never called: pass each didProgress value on to progress"
       )
       return
+    }
+    let outcome = try await withDeadline(.seconds(2), name, hint: cancelHint) {
+      await pairing.result
     }
 
     Self.expectCancelled(outcome)
