@@ -41,12 +41,14 @@ public final class ResumeProbeExecutor: TaskExecutor, Sendable {
       probe.run()
       probesRun.add(1, ordering: .relaxed)
     }
+    // Counted before the job is queued: once it runs, the task may end, and the test read
+    // the count, at once. Nor is `self` touched after that: the runtime holds its executor
+    // unowned, and the test may let it go as soon as the task has ended.
+    let released = hold.withLock { $0.take() }
+    if released != nil { probesRun.add(1, ordering: .relaxed) }
     let executor = asUnownedTaskExecutor()
     DispatchQueue.global().async { job.runSynchronously(on: executor) }
-    if let released = hold.withLock({ $0.take() }) {
-      probesRun.add(1, ordering: .relaxed)
-      _ = waitOnThisThread(upTo: .seconds(1), until: released)
-    }
+    if let released { _ = waitOnThisThread(upTo: .seconds(1), until: released) }
   }
 
   /// The next time a task with this executor as its preference is resumed, holds the
