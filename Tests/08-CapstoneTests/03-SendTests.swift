@@ -228,14 +228,22 @@ struct SendTests {
   func cancelledInvalidLineThrows() async throws {
     let server = try startedServer()
     defer { server.stop() }
-    let connection = ChatConnection()
+    // The refusal is held until the send has had a second to end without it: a send that
+    // stops waiting when its task is cancelled, and returns, is seen every run, whether
+    // the completion would have come before its wait began or after.
+    let (held, connection) = try await joinedWithHeldCallbacks(server)
     defer { connection.disconnect() }
-    try await legacyConnect(connection, port: server.port, name: "alice")
+    held.holdAgain()
 
+    let ended = Locked(false)
     let sending = Task {
+      defer { ended.withLock { $0 = true } }
       withUnsafeCurrentTask { $0?.cancel() }
       try await connection.send("two\nlines")
     }
+    // A send may also throw CancellationError at once, without handing the line over.
+    _ = await eventually(within: .seconds(1)) { ended.value }
+    await held.release()
     let outcome = try await withDeadline(
       .seconds(2), "send(_:) of an invalid line in a cancelled task",
       hint: "the completion's paths must resume the continuation, cancelled or not"
