@@ -98,7 +98,7 @@ private let failureHint =
 /// | both prices arrive, in either order | their sum: `addsBothPrices` | — | — |
 /// | both requests | — | each starts before the other ends: `asksForBothAtOnce` | the longer of the two, not the sum: `asksForBothAtOnce` |
 /// | one request fails | its error: `failureEndsBoth` | none still running after the call: `failureEndsBoth` | — the call may first wait for the request it awaits first (`async let` awaits in order) |
-/// | one request fails, the other left to finish | — a group that collects both outcomes before it throws waits for the other request and never cancels it; `async let`, awaiting in order, also waits when the second one awaited fails, so waiting is allowed, and that answer differs only in not cancelling the second request when the first fails, which the contract does not demand (not caught) | | |
+/// | one request fails while the other is still on its way | — | the other one cancelled, when the request awaited first fails (a group: whichever fails first); `async let` waits for the one it awaits first, so of the two orders of failure at least one must cancel: `failureCancelsTheOther` | — |
 /// | the caller is cancelled before the call | `CancellationError`: `cancelledBeforeTheCall` | none still running after the call: `cancelledBeforeTheCall` | — |
 /// | the caller is cancelled | `CancellationError`: `cancellingTheCallerCancelsBoth` | both see it: `cancellingTheCallerCancelsBoth` | — |
 /// | cancelled after it returned | — the requests have ended with the call | | |
@@ -180,6 +180,37 @@ struct TwoAtOnceTests {
       the \(stillRunning.joined(separator: " and ")) request was still running after \
       tripPrice(for:using:) had thrown: child tasks of async let end with the call, \
       unstructured Task { } ones do not
+      """)
+  }
+
+  @Test("When one request fails, the other is cancelled, not waited for, in one order at least")
+  func failureCancelsTheOther() async throws {
+    // `async let` waits for the request it awaits first, so it may wait when the other one
+    // fails first; but when the one it awaits first fails, leaving the scope cancels the
+    // other. An answer that never cancels waits in both orders.
+    var waitedFor: [String] = []
+    for failing in [PricingError.noFlights, .hotelFull] {
+      let failure = Answer.failure(failing, after: .milliseconds(50))
+      let (pricing, other) =
+        failing == .noFlights
+        ? (FakePricing(flight: failure, hotel: .priceUnlessCancelled(315)), "hotel rate")
+        : (FakePricing(flight: .priceUnlessCancelled(240), hotel: failure), "flight fare")
+      let outcome = await Result {
+        try await withDeadline(.seconds(3), "tripPrice(for:using:)", hint: failureHint) {
+          try await tripPrice(for: lisbon, using: pricing)
+        }
+      }
+      // What it threw is failureEndsBoth's to judge; here only whether it waited.
+      if case .failure(let error as DeadlineExceeded) = outcome { throw error }
+      if !pricing.log.value.cancelled.contains(other) { waitedFor.append(other) }
+    }
+    #expect(
+      waitedFor.count < 2,
+      """
+      when the flight fare failed, tripPrice(for:using:) still waited for the hotel rate to \
+      arrive, and when the hotel rate failed, for the flight fare: it never cancelled the \
+      request still on its way, though its answer could only be thrown away; collecting \
+      every outcome before throwing (a group of Results, waitForAll) waits for them all
       """)
   }
 
