@@ -23,12 +23,12 @@ private func offQueueMessage(_ context: RecordContext) -> Comment {
 /// | --- | --- | --- | --- |
 /// | adds, then reads | the count after each, the titles: `touchesRecordsOnTheQueue` | only on the context's queue: `touchesRecordsOnTheQueue` | — |
 /// | mixed with `perform` blocks | the blocks' notes too, in the titles and in the count `add(_:)` returns: `sharesTheQueueInOrder` | one queue, in the order submitted: `sharesTheQueueInOrder` | — |
-/// | many callers and blocks at once | no note lost: `concurrentCallers` | — | — |
+/// | many callers and blocks at once | no note lost; each add returns the count just after its own insert: `concurrentCallers` | — | — |
 /// | two stores on two contexts | — | each on its own queue: `twoContexts` | — |
 /// | a `perform` block busy for 2.5 s | — | — | no thread of the pool blocked while the actor waits its turn: `waitsWithoutBlocking` |
 /// | `assumeIsolated` in a `perform` block | — optional (the hints' `checkIsolated`): an actor that hops with `perform` in each method is right too | | |
 /// | failure, cancellation | — the methods neither throw nor wait on anything cancellable | | |
-/// | jobs run through a queue of the actor's own that targets the context's | — | — on the context's thread, so no test of where records are touched sees it; actor jobs can then overtake a perform block submitted between them, which no test provokes yet (not caught) | — |
+/// | jobs run through a queue of the actor's own that targets the context's | — | — on the context's thread, in the same order: an actor drains its own jobs in one go whatever the queue, so a perform block submitted between two of its jobs waits either way; only a job enqueued in the instant the sub-queue finishes a drain could overtake one, which no test can aim at (not caught) | — |
 @Suite("7.2 A perform-style scheduler")
 struct PerformQueueTests {
   @Test("Adds and reads notes on the context's queue, and only there")
@@ -77,20 +77,37 @@ struct PerformQueueTests {
     let context = RecordContext()
     let store = NoteStore(context: context)
 
-    let titles = try await withDeadline(.seconds(2), "100 add(_:) calls", hint: hint) {
-      await withTaskGroup(of: Void.self) { group in
+    let (counts, titles) = try await withDeadline(.seconds(2), "100 add(_:) calls", hint: hint) {
+      let counts = await withTaskGroup(of: (String, Int).self) { group in
         for index in 0..<50 {
-          group.addTask { _ = await store.add("task \(index)") }
+          group.addTask { ("task \(index)", await store.add("task \(index)")) }
           context.perform { context.insert("block \(index)") }
         }
+        var counts: [String: Int] = [:]
+        for await (title, count) in group { counts[title] = count }
+        return counts
       }
       // After every add; a final block on the queue flushes the remaining perform blocks.
       await withCheckedContinuation { done in context.perform { done.resume() } }
-      return await store.titles()
+      return (counts, await store.titles())
     }
 
     #expect(titles.count == 100)
     #expect(Set(titles).count == 100)
+    // The count add(_:) returns is of the records just after its own insert: its note is
+    // the last of them. Reading the count and inserting in two steps, with a suspension
+    // between, lets other adds and perform blocks in between.
+    let wrong = counts.filter { title, count in
+      !titles.indices.contains(count - 1) || titles[count - 1] != title
+    }
+    let eachCountIsItsOwn = wrong.isEmpty
+    #expect(
+      eachCountIsItsOwn,
+      Comment(
+        rawValue: "\(wrong.count) of 50 concurrent add(_:) calls returned a count that was not "
+          + "the number of notes just after their own insert (e.g. \(wrong.first.map { "\"\($0.key)\" returned \($0.value)" } ?? "")): "
+          + "the count and the insert must happen together, in one job on the queue, with no "
+          + "suspension between them, or other adds and perform blocks get in between"))
     #expect(context.offQueueAccesses == 0, offQueueMessage(context))
   }
 
