@@ -86,11 +86,7 @@ struct TimerTicksTests {
 
     #expect(
       ticks.map(\.number) == [1, 2, 3],
-      Comment(
-        rawValue: ticks.first?.number == 0
-          ? "the first tick was numbered 0: a tick's number counts the firings so far, this "
-            + "one included, so the first one is 1"
-          : "the first three ticks should be numbered 1, 2, 3, one per firing, in order"))
+      Comment(rawValue: numberingMessage(ticks.map(\.number))))
     let first = try #require(ticks.first, "the stream ended before its first tick")
     #expect(
       first.firedAt - start >= interval / 2,
@@ -98,6 +94,26 @@ struct TimerTicksTests {
     #expect(
       ticks.last!.firedAt - first.firedAt >= interval,
       "three ticks came within less than an interval: schedule the timer to repeat every interval")
+  }
+
+  /// What a wrong numbering of the first three ticks says about its cause.
+  private func numberingMessage(_ numbers: [Int]) -> String {
+    guard let first = numbers.first, let last = numbers.last else { return "no tick came" }
+    if first == 0 {
+      return "the first tick was numbered 0: a tick's number counts the firings so far, this "
+        + "one included, so the first one is 1"
+    }
+    if first != 1 {
+      return "the first tick of a new stream was numbered \(first): each stream counts its "
+        + "own firings, from 1; a count shared by every stream, or left from an earlier one, "
+        + "goes on where it was"
+    }
+    if numbers == numbers.sorted(), last - first > numbers.count - 1 {
+      return "the ticks were numbered \(numbers): the timer fired \(last - first + 1) times "
+        + "while the loop took \(numbers.count) ticks, far more often than once per interval "
+        + "(\(interval)): it was scheduled with a shorter interval than it was given"
+    }
+    return "the first three ticks should be numbered 1, 2, 3, one per firing, in order"
   }
 
   @Test("A slow consumer gets the newest tick, not a backlog of old ones")

@@ -239,6 +239,10 @@ public enum Classifier {
       details.append(
         "libdispatch stopped the tests: a DispatchSemaphore was freed while still in use, its "
           + "count below the value it was created with (more waits than signals)")
+    } else if crash.isReleasedWhileSuspended {
+      details.append(
+        "libdispatch stopped the tests: a dispatch source or queue was released while "
+          + "suspended or never activated")
     } else if let message = crash.fatalMessage {
       details.append("the runtime stopped the tests: \(message)")
     } else if case .signalled(let signal) = run.outcome.termination {
@@ -306,6 +310,12 @@ public enum Classifier {
       return "a thread waited on a semaphore for something asynchronous, and the semaphore "
         + "went away with that wait still counted; while such a wait lasts its thread is "
         + "blocked, which async code must not do"
+    }
+    if crash.isReleasedWhileSuspended {
+      return "a timer or another dispatch source was let go while suspended (or before it was "
+        + "ever activated): libdispatch refuses to free one in that state, so one that is "
+        + "done with must be cancelled, and resumed if it was suspended, before its last "
+        + "reference goes"
     }
     guard let message = crash.fatalMessage else { return nil }
     if message.contains("Recursive call to lock") {

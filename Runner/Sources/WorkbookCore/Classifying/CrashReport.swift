@@ -54,6 +54,13 @@ public struct CrashReport: Sendable, Equatable {
     frames.first?.symbol.contains("__DISPATCH_WAIT_FOR_QUEUE__") ?? false
   }
 
+  /// Whether libdispatch trapped because a dispatch object (a timer or another source, a
+  /// queue) lost its last reference while suspended or never activated; libdispatch prints
+  /// nothing on Linux, and its queue dispose function is the innermost frame.
+  public var isReleasedWhileSuspended: Bool {
+    frames.first?.symbol.contains("_dispatch_queue_xref_dispose") ?? false
+  }
+
   /// Whether the runtime caught a continuation being resumed twice.
   public var isDoubleResume: Bool {
     fatalMessage?.contains("tried to resume its continuation more than once") ?? false

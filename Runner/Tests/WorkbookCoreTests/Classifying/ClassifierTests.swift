@@ -41,6 +41,17 @@ import Testing
       !CrashReport.parse(try Fixtures.sample("double-resume.stderr.txt")).isSemaphoreFreedInUse)
   }
 
+  @Test func recognisesASourceReleasedWhileSuspended() throws {
+    let report = CrashReport.parse(try Fixtures.sample("released-while-suspended.stderr.txt"))
+    #expect(report.isReleasedWhileSuspended)
+    #expect(!report.isSemaphoreFreedInUse && !report.isSyncOnItsOwnQueue && !report.isDoubleResume)
+    let meaning = Classifier.meaning(of: report) ?? ""
+    #expect(meaning.hasPrefix("a timer or another dispatch source was let go while suspended"))
+    #expect(
+      !CrashReport.parse(try Fixtures.sample("semaphore-freed-in-use.stderr.txt"))
+        .isReleasedWhileSuspended)
+  }
+
   @Test func recognisesASyncOnTheQueueItRunsOn() throws {
     let report = CrashReport.parse(try Fixtures.sample("sync-on-its-own-queue.stderr.txt"))
     #expect(report.isSyncOnItsOwnQueue)
