@@ -40,6 +40,7 @@ private let failureHint =
 /// | the awaiting task is cancelled | the value or `CancellationError`, and it ends: `cancelledAwaiterLeavesTheFuture` | not cancelled; the others get the value: `cancelledAwaiterLeavesTheFuture` | — |
 /// | completed on the awaiter's own thread | its value: `suspendsInsteadOfBlocking` | — | suspends instead of blocking: `suspendsInsteadOfBlocking` |
 /// | completed 500 ms later, on another thread | its value: `doesNotPoll` | — | suspends once, no polling: `doesNotPoll` |
+/// | completed seconds later | its value, however long it takes: `waitsAsLongAsItTakes` | — | no time limit of its own (a caller sets one if it wants one) |
 /// | cancelled after it returned | — nothing is left to cancel: `value` registers nothing that outlives it | | |
 @Suite("5.1 Bridge a future")
 struct BridgeAFutureTests {
@@ -261,6 +262,26 @@ struct BridgeAFutureTests {
       """)
     #expect(values == Array(repeating: 7, count: waiters))
     #endif
+  }
+
+  @Test("Waits for the future as long as it takes, with no time limit of its own")
+  func waitsAsLongAsItTakes() async throws {
+    let future = scriptedFuture(.success("fog"), .later(.milliseconds(1500)))
+    let outcome = await Result {
+      try await withDeadline(
+        .seconds(4), "future.value of a future that takes 1.5 s", hint: valueHint
+      ) {
+        try await future.value
+      }
+    }
+    switch outcome {
+    case .success(let forecast): #expect(forecast == "fog")
+    case .failure(let error as DeadlineExceeded): throw error
+    case .failure(let error):
+      Issue.record(
+        "future.value threw \(error) for a future that completed after 1.5 seconds with a value: value waits for the future's own result however long it takes; a time limit is the caller's to choose, and this future had none"
+      )
+    }
   }
 
   @Test("Suspends once until the future calls back, instead of polling it")
