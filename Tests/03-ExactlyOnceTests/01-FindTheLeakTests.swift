@@ -10,10 +10,10 @@ import WorkbookTesting
 ///
 /// | path | result, error | requests | thread, timing |
 /// | --- | --- | --- | --- |
-/// | an account with an avatar (inside the call, soon, later) | name and avatar: `loadsTheAvatar` | — | any thread: `loadsTheAvatar` |
+/// | an account with an avatar (inside the call, soon, later) | name and avatar: `loadsTheAvatar` | one account request, one avatar request: `loadsTheAvatar` | any thread: `loadsTheAvatar` |
 /// | an account without an avatar | a card with no avatar, not a hang: `loadsACardWithoutAvatar` | — | — |
 /// | an unknown account | the service's error: `unknownAccountThrows` | no avatar asked for: `unknownAccountThrows` | — |
-/// | the avatar fails to send | the service's error: `brokenAvatarThrows` | — | — |
+/// | the avatar fails to send | the service's error: `brokenAvatarThrows` | one avatar request, no retry: `brokenAvatarThrows` | — |
 /// | without an avatar, then with one, on one service | each its own card: `reuse` | — | — |
 /// | a slow avatar server (2.5 s) | the card: `slowAvatarDoesNotBlock` | — | holds no thread of the pool, in any task: `slowAvatarDoesNotBlock` |
 /// | two calls at once | — each call has continuations of its own and shares nothing but the service | | |
@@ -47,6 +47,18 @@ struct FindTheLeakTests {
     }
 
     #expect(card == ProfileCard(name: "Ada", avatar: Self.portrait))
+    expectOneRequestEach(service)
+  }
+
+  /// One card, one request of each kind: the bridge answers with what the service said.
+  private func expectOneRequestEach(
+    _ service: AccountService, sourceLocation: SourceLocation = #_sourceLocation
+  ) {
+    let (accounts, avatars) = (service.accountRequests, service.avatarRequests)
+    #expect(
+      accounts == 1 && avatars == 1,
+      "one card took \(accounts) account request(s) and \(avatars) avatar request(s), not one of each: the bridge passes on what the service answered, a failure included; asking again is the caller's choice",
+      sourceLocation: sourceLocation)
   }
 
   @Test(
@@ -101,6 +113,7 @@ struct FindTheLeakTests {
         try await loadProfileCard(id: Self.linus.id, from: service)
       }
     }
+    expectOneRequestEach(service)
   }
 
   @Test("The same service loads a card without an avatar, then one with an avatar")

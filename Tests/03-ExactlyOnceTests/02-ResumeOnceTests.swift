@@ -16,6 +16,7 @@ import WorkbookTesting
 /// | path | result, error | resumes (count, winner) | thread, timing |
 /// | --- | --- | --- | --- |
 /// | the scale repeats its reading (inside the call, on threads) | the first reading: `weighReturnsTheFirstReading` | one: `weighReturnsTheFirstReading` | — |
+/// | the reading and its repeat back to back, tasks started on the scale's thread run backwards | the first reading: `firstReadingWhateverTheTaskOrder` | — | decided in the callback: `firstReadingWhateverTheTaskOrder` |
 /// | an error first, a reading after | the error: `weighThrowsTheFirstError` | one: `weighThrowsTheFirstError` | — |
 /// | four threads report at the same moment, 200 times | one reading each time: `weighSurvivesSimultaneousRepeats` | one: `weighSurvivesSimultaneousRepeats` | released together: `weighSurvivesSimultaneousRepeats` |
 /// | weighed twice on one scale | each its own reading: `reuse` | a continuation per call: `reuse` | — |
@@ -50,6 +51,28 @@ struct ResumeOnceTests {
 
     #expect(weight == 71.5, "weigh(on:) must return the first reading, not a repeat")
     #expect(scale.measurements == 1)
+  }
+
+  @Test("weigh(on:) returns the first reading even when tasks started on the scale's thread run backwards")
+  func firstReadingWhateverTheTaskOrder() async throws {
+    let scale = BluetoothScale(
+      replies: [.success(71.5), .success(71.4)], delivery: .scripted(.twice))
+
+    // The reading and its repeat come back to back on the scale's queue; tasks started
+    // there are held and run backwards, as a busy machine may run them: only a winner
+    // decided in the callback itself is the first reading.
+    let weight = try await withPlainThreadJobsReordered(window: .milliseconds(30)) {
+      try await withDeadline(.seconds(2), "weigh(on:)", hint: Self.hint) {
+        try await weigh(on: scale)
+      }
+    }
+    await eventually("every repeat of the reading to be delivered") {
+      scale.callbacksDelivered == 2
+    }
+    #expect(
+      weight == 71.5,
+      "weigh(on:) returned the repeat, \(weight), not the first reading, 71.5: the callbacks came in order, so something handed each one to a task of its own, and tasks run in no promised order; which reply wins must be decided in the callback itself"
+    )
   }
 
   @Test("weigh(on:) throws when the first reply is an error, even if a reading follows")
