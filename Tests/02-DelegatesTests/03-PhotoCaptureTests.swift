@@ -63,6 +63,7 @@ private let againHint =
 /// | two captures overlap | each its photo, in order: `overlappingCapturesBothReturn` | both kept: `overlappingCapturesBothReturn` | — |
 /// | the second report while the first resumes its caller | the two callers answered once each: `twoReportsAtOnce` | the caller taken out before it is resumed: `twoReportsAtOnce` | — |
 /// | the same capture reported twice | one resume: `answersOnceWhenReportedTwice` | — | — |
+/// | two reports for the last caller at the same instant | — | — a look at the list and a removal in two locked steps lets both through, and the second removal traps on an empty list; the gap lies between two lock steps of the answer's own, which call nothing the test can pause (not caught) | — |
 /// | cancelled task (before, during, after) | — capturePhoto(with:) promises nothing for a cancelled task: the camera always reports | | |
 @Suite("2.3 Photo capture")
 struct PhotoCaptureTests {

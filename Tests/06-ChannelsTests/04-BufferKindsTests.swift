@@ -86,6 +86,7 @@ func cancelWhileSending(
 /// | many senders and receivers | — | nothing twice, nothing invented; unlimited loses nothing: `manySendersAndReceivers` | — | sends from random threads while receivers are cancelled: `sendsFromPlainThreads` |
 /// | an element handed out (buffered, or to a waiting receiver) | — | — | not kept by the channel: `receivedElementsAreReleased` | — |
 /// | a full buffer | — neither kind is ever full: send never waits | | | |
+/// | a receiver arrives between a send's look for a waiting receiver and its store in the buffer | — | — a send that looks and stores in two locked steps leaves that receiver waiting beside a kept element; the gap lies inside the answer's own code, between two lock steps that call nothing the test can pause, and stress lands there only by chance (not caught) | | |
 @Suite("6.4 Buffer kinds")
 struct BufferKindsTests {
   // MARK: Unlimited
