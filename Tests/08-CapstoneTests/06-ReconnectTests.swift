@@ -110,9 +110,11 @@ private struct Chat {
     let outcome = await run.result.mapError { $0 as any Error }
     Issue.record(
       Comment(
-        rawValue: "runReconnectingChat(…) \(outcome.described) after \(tries) failed tries, "
-          + "where policy.attempts is \(policy.attempts): every try the policy allows is made, "
-          + "each after its wait, before the command gives up"),
+        rawValue: "runReconnectingChat(…) \(outcome.described) after only \(tries) wait(s) on "
+          + "the clock, where policy.attempts is \(policy.attempts): each try the policy allows "
+          + "comes after a wait of its own, the first one after policy.firstDelay, so the "
+          + "command gives up only once its last try, after the last wait, has failed (a try "
+          + "made without waiting first, or one try too few, ends it early)"),
       sourceLocation: sourceLocation)
     return false
   }
@@ -241,10 +243,19 @@ struct ReconnectTests {
     alice.input.yield("bye")
     alice.input.finish()
 
-    try await alice.end(
-      "runReconnectingChat(…) after its input ended",
-      hint: "at the end of the input, stop the other side (cancel the task group's children), "
-        + "hang up, and return")
+    let ended = await Result {
+      try await alice.end(
+        "runReconnectingChat(…) after its input ended",
+        hint: "at the end of the input, stop the other side (cancel the task group's children), "
+          + "hang up, and return")
+    }
+    if case .failure(let error as ChatConnectionError) = ended {
+      Issue.record(
+        "runReconnectingChat(…) threw \(error) while connected: a line the connection refused (one too long) ended the whole chat; a line that cannot be sent is reported as \"! not sent: LINE\", and the chat goes on"
+      )
+      return
+    }
+    try ended.get()
     await eventually("bob to receive alice's lines, then her leaving") {
       bob.recorder.lines.value.suffix(3) == ["alice: hi bob", "alice: bye", "* alice left"]
     }
@@ -441,10 +452,23 @@ struct ReconnectTests {
     try await waiting.joins(other)
     other.stop()
     try await waiting.waitsToReconnect("after the server went away")
+    let waitsBefore = waiting.clock.requestedSleeps
     waiting.run.cancel()
-    try? await waiting.end(
-      "runReconnectingChat(…) cancelled while it waited to reconnect",
-      hint: "keep the try on the wait: Task.sleep throws CancellationError when cancelled")
+    let ended = await Result {
+      try await waiting.end(
+        "runReconnectingChat(…) cancelled while it waited to reconnect",
+        hint: "keep the try on the wait: Task.sleep throws CancellationError when cancelled")
+    }
+    if case .failure(let error as ReconnectError) = ended, error == .gaveUp {
+      Issue.record(
+        "runReconnectingChat(…), cancelled while it waited to reconnect, threw gaveUp: the cancel ended its wait, and that was counted as a failed try, again and again, until the tries ran out; a cancelled command ends (or throws CancellationError), it has not given up"
+      )
+    }
+    let laterWaits = waiting.clock.requestedSleeps.dropFirst(waitsBefore.count)
+    #expect(
+      laterWaits.isEmpty,
+      "runReconnectingChat(…), cancelled while it waited to reconnect, then asked the clock for \(laterWaits.count) more wait(s), \(Array(laterWaits)): the cancel that ended its wait was counted as a failed try, and the next try's wait followed; a cancelled wait ends the reconnecting, it is no failed try"
+    )
     #expect(
       waiting.inputTerminated.value,
       "after a cancelled runReconnectingChat(…) ended, the task reading its input still ran")
