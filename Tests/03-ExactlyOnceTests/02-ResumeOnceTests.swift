@@ -53,7 +53,9 @@ struct ResumeOnceTests {
     #expect(scale.measurements == 1)
   }
 
-  @Test("weigh(on:) returns the first reading even when tasks started on the scale's thread run backwards")
+  @Test(
+    "weigh(on:) returns the first reading even when tasks started on the scale's thread run backwards"
+  )
   func firstReadingWhateverTheTaskOrder() async throws {
     let scale = BluetoothScale(
       replies: [.success(71.5), .success(71.4)], delivery: .scripted(.twice))

@@ -158,10 +158,12 @@ private final class ScriptedHandle: FileHandle, @unchecked Sendable {
   func deliver(_ pieces: [Data]) {
     queue.async {
       for piece in pieces + [Data()] {
-        guard let handler = self.state.withLock({ state -> (@Sendable (FileHandle) -> Void)? in
-          state.next = piece
-          return state.handler
-        }) else { return }
+        guard
+          let handler = self.state.withLock({ state -> (@Sendable (FileHandle) -> Void)? in
+            state.next = piece
+            return state.handler
+          })
+        else { return }
         handler(self)
       }
     }
