@@ -44,7 +44,13 @@ private func produceForever(into channel: CoChannel<Int>) -> CoFuture<Void> {
 private func collect(_ channel: CoChannel<Int>, hint: String = finishHint) async throws -> [Int] {
   try await withDeadline(.seconds(2), "for try await over channel.elements()", hint: hint) {
     var received: [Int] = []
-    for try await element in channel.elements() { received.append(element) }
+    do {
+      for try await element in channel.elements() { received.append(element) }
+    } catch CoChannelError.closed {
+      Issue.record(
+        "the loop over channel.elements() threw CoChannelError.closed after \(received.count) element(s): a producer that closes its channel has ended normally, so the stream finishes without an error; only a cancelled channel ends it with one"
+      )
+    }
     return received
   }
 }

@@ -93,13 +93,19 @@ public struct TestEventLog: Sendable, Equatable {
   }
 
   /// The issues in the order their findings should headline a verdict: an issue that
-  /// names its cause (the test's own comment) before a bare "Expectation failed", then by
+  /// names its cause (the test's own comment) before a bare "Expectation failed", then one
+  /// of a precise test before one of a stress test (a file whose name says `Stress`: many
+  /// rounds of random traffic, whose findings say what went wrong but seldom why), then by
   /// where the test is declared, and within one test by when it was recorded (its first
   /// failure explains the later ones). Never by recording order across tests: tests run
   /// in parallel, so that order varies between runs.
   public var issuesByHeadline: [Issue] {
-    func rank(_ issue: Issue) -> (Int, Int) {
-      (issue.namesCause ? 0 : 1, test(issue.testID)?.line ?? Int.max)
+    func rank(_ issue: Issue) -> (Int, Int, Int) {
+      let file = issue.filePath.map { ($0 as NSString).lastPathComponent } ?? ""
+      return (
+        issue.namesCause ? 0 : 1, file.contains("Stress") ? 1 : 0,
+        test(issue.testID)?.line ?? Int.max
+      )
     }
     return issues.enumerated().sorted { lhs, rhs in
       let left = rank(lhs.element)

@@ -66,6 +66,18 @@ import Testing
     #expect(grade(events).details.contains("the second value came first"))
   }
 
+  @Test func anExplainedStressFailureDeclaredHigherUpComesAfterAnExplainedPreciseTest() {
+    let events = log(
+      tests: [("stress()", Self.stress, 3), ("precise()", Self.main, 80)],
+      issues: [
+        ("stress()", Self.explained("Expectation failed: problems", "round 3: lost 2 of 40")),
+        ("precise()", Self.explained("Expectation failed: drained", "close() dropped the buffer")),
+      ])
+    let details = grade(events).details
+    #expect(details.first == "test precise() at Tests/01-BasicsTests/02-DoublingTests.swift:81")
+    #expect(details.contains("close() dropped the buffer"))
+  }
+
   @Test func anEarlierFailureInTheSameTestHeadlinesOverItsDeadline() {
     let events = log(
       tests: [("waits()", Self.main, 10)],
