@@ -152,8 +152,10 @@ public func cancellingAfterEachLook<T: Sendable>(
       likelyCause: {
         fired
           ? "the cancel came right after \(operationName) found its task not cancelled (look "
-            + "\(look) at Task.isCancelled or Task.checkCancellation()) and was lost: "
-            + lostCancelCause
+            + "\(look) at Task.isCancelled or Task.checkCancellation()), and nothing ended the "
+            + "call: either the cancel was lost between that look and the store ("
+            + lostCancelCause + "), or onCancel found the continuation and took it away "
+            + "without resuming it (the runtime then says it leaked)"
           : "cancelling a waiting \(operationName) must end it"
       },
       sourceLocation: sourceLocation
