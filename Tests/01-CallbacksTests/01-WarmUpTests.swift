@@ -67,7 +67,7 @@ struct WarmUpTests {
     let greeter = Greeter(script: lateOnThreadOf(executor))
 
     let received = try await expectSuspends(
-      "greeting(for:from:)", hint: Self.hint, on: executor
+      "greeting(for:from:)", hint: Self.hint, on: executor, isRight: { $0 == "Hello, Ada!" }
     ) {
       await greeting(for: "Ada", from: greeter)
     }

@@ -69,10 +69,11 @@ private func first(
     count, from: levelChanges(of: battery), of: battery, after: changes,
     sourceLocation: sourceLocation)
   // A read before anything was posted is the level as it was, which the test of the
-  // levels themselves names; only later reads outside a post are this mistake.
-  #expect(
-    battery.levelReadsOutsidePostsCount - battery.levelReadsBeforeAnyPostCount == 0,
-    Comment(rawValue: queueHint), sourceLocation: sourceLocation)
+  // levels themselves names; only later reads outside a post are this mistake. (Not next to
+  // the expectation: Swift Testing would show a comment there as the failure's message.)
+  let readsOutsidePosts =
+    battery.levelReadsOutsidePostsCount - battery.levelReadsBeforeAnyPostCount
+  #expect(readsOutsidePosts == 0, Comment(rawValue: queueHint), sourceLocation: sourceLocation)
   return levels
 }
 
