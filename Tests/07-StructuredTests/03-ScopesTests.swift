@@ -32,7 +32,8 @@ private final class Probe: Sendable {
 /// | work launched | runs: `runsTheWork` | 0 once it finished: `forgetsFinishedTasks`; work that ends at once too: `instantTasksAreForgotten` | — |
 /// | `cancel()` | every task cancelled and ended: `cancelEndsTheWork`; work not started yet too: `cancelRightAfterLaunch`; after later tasks ended first: `tasksEndingOutOfOrder` | — | a cancellation handler may ask the scope, and `cancel()` returns: `handlerMayAskTheScope` |
 /// | the scope is let go | its work cancelled: `deinitEndsTheWork` | — | — |
-/// | launch into a cancelled scope | starts cancelled: `launchAfterCancel` | — | racing `cancel()` on other threads, every task ends cancelled: `launchRacingCancel` |
+/// | launch into a cancelled scope | starts cancelled: `launchAfterCancel`; landing while `cancel()` cancels the tasks (from a cancellation handler, every time): `launchDuringCancel` | — | racing `cancel()` on other threads, every task ends cancelled: `launchRacingCancel` |
+/// | a task launched after another ended | `cancel()` reaches it and every other: `idsAreNeverReused` | — | — |
 /// | two scopes | cancelling one leaves the other's work: `scopesAreIndependent` | — | — |
 /// | a new task that runs before `launch` goes on past `Task { }` (into a cancelled scope; one that ends at once) | starts cancelled: `launchAfterCancelRunningFirst` | 0 once it ended: `taskEndingBeforeLaunchReturnsIsForgotten` | the task runs first every time (`withNewTasksRunningFirst`) |
 @Suite("7.3 Scopes")
@@ -341,6 +342,68 @@ struct ScopesTests {
 }
 
 extension ScopesTests {
+  @Test("A launch that lands while cancel() is cancelling the tasks starts cancelled too")
+  func launchDuringCancel() async throws {
+    let scope = TaskScope()
+    let probe = Probe()
+    let waiting = Locked(false)
+    scope.launch {
+      await withTaskCancellationHandler {
+        waiting.withLock { $0 = true }
+        try? await Task.sleep(for: .seconds(60))
+      } onCancel: {
+        // Runs inside cancel(), as Task.cancel() runs handlers at once: a launch from
+        // another thread at that moment lands here every time.
+        scope.launch(probe.waitForever)
+      }
+    }
+    try #require(await eventually { waiting.value }, "the launched work never started")
+
+    scope.cancel()
+
+    #expect(
+      await eventually { probe.endedCancelled.value == 1 },
+      """
+      work launched while cancel() was cancelling the scope's tasks ran on, uncancelled \
+      (started \(probe.started.value), ended cancelled \(probe.endedCancelled.value)): \
+      cancel() marked the scope cancelled only after it had taken its tasks, so the launch \
+      in between was stored as a live task and then dropped without a cancel; marking the \
+      scope and taking its tasks must be one step
+      """)
+  }
+
+  @Test("A task launched after another ended gets an id of its own: cancel() reaches every task")
+  func idsAreNeverReused() async throws {
+    let scope = TaskScope()
+    let probe = Probe()
+    let release = Locked(false)
+    let quickEnded = Locked(false)
+    // The first task ends once released, after the second started: then two tasks have
+    // been launched and one runs, and the third must not take the second's place.
+    scope.launch {
+      while !release.value { try? await Task.sleep(for: .milliseconds(5)) }
+      quickEnded.withLock { $0 = true }
+    }
+    scope.launch(probe.waitForever)
+    await eventually("the second task to start") { probe.started.value == 1 }
+    release.withLock { $0 = true }
+    await eventually("the first task to end") { quickEnded.value }
+    _ = await eventually { scope.runningCount == 1 }
+    scope.launch(probe.waitForever)
+    await eventually("the third task to start") { probe.started.value == 2 }
+
+    scope.cancel()
+
+    #expect(
+      await eventually { probe.endedCancelled.value == 2 },
+      """
+      cancel() reached \(probe.endedCancelled.value) of the 2 tasks still running: the third \
+      task, launched after the first had ended, took the second one's place in the scope \
+      (an id made from how many tasks run is given again once one ends), so cancel() \
+      never saw the second; give each task an id that is never used again
+      """)
+  }
+
   @Test("A cancellation handler of the work may ask the scope how many tasks run: cancel() returns")
   func handlerMayAskTheScope() async throws {
     let scope = TaskScope()
