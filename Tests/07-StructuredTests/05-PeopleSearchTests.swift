@@ -95,6 +95,7 @@ private final class FakeDirectory: Sendable {
 /// | a search to its end | `.searching` at once, then the names: `showsTheNames` | one lookup, after the debounce: `showsTheNames` | — | the model's clock, once: `showsTheNames` |
 /// | the lookup fails | `.failed`: `showsFailed` | — | — | — |
 /// | typing during the debounce | the newest search's: `typingDuringTheDebounce` | only the newest text looked up: `typingDuringTheDebounce` | — | — |
+/// | the same text typed again during the lookup | the newest search's, the first changes nothing: `sameTextAgain` | — | — | — |
 /// | typing during the lookup | the newest search's: `typingDuringTheLookup` | the old future cancelled, its late answer ignored: `typingDuringTheLookup` | — | — |
 /// | the answer lands as a newer search or `clear()` cancels | the newer status stays: `answerAsTheSearchIsCancelled` | — | — | answered inside the cancelling job: `answerAsTheSearchIsCancelled` |
 /// | `clear()` | `.idle` at once, and it stays: `clearCancels` | no lookup after a cleared debounce, the future cancelled: `clearCancels` | — | — |
@@ -220,6 +221,48 @@ struct PeopleSearchTests {
       await second.value
     }
     #expect(model.status == .results(FakeDirectory.names(for: "grace")))
+  }
+
+  @Test("A search for the same text again cancels the first, which then changes nothing")
+  func sameTextAgain() async throws {
+    let clock = ManualClock()
+    let directory = FakeDirectory(holding: ["ada"])
+    let model = PeopleSearchModel(debounce: debounce, clock: clock, directory: directory.lookup)
+
+    let first = model.search("ada")
+    try await debounceStarted("ada", by: model, on: clock)
+    clock.advance(by: debounce)
+    await eventually("search(\"ada\") to look \"ada\" up") { @Sendable in
+      directory.future(for: "ada") != nil
+    }
+    let firstFuture = directory.future(for: "ada")
+    // The same text again: the screen shows .searching("ada") either way, so only the
+    // first search's own cancellation tells it that the screen is no longer its own.
+    let second = model.search("ada")
+    try await withDeadline(
+      .seconds(2), "the first search(\"ada\"), after a second search(\"ada\")",
+      hint: "search() must cancel the search before it, and cancelling a search must cancel "
+        + "its lookup's future"
+    ) { await first.value }
+    #expect(
+      model.status == .searching("ada"),
+      """
+      the first search("ada"), cancelled by a second search("ada"), changed the screen to \
+      \(model.status): a replaced search is cancelled, and a cancelled search changes nothing, \
+      even when the screen still shows its text (the search that replaced it may be for the \
+      same text)
+      """)
+
+    try await debounceStarted("ada", by: model, on: clock)
+    clock.advance(by: debounce)
+    await eventually("the second search(\"ada\") to look \"ada\" up") { @Sendable in
+      directory.future(for: "ada").map { $0 !== firstFuture } ?? false
+    }
+    directory.future(for: "ada")?.success(FakeDirectory.names(for: "ada"))
+    try await withDeadline(.seconds(2), "the second search(\"ada\")", hint: lookupHint) {
+      await second.value
+    }
+    #expect(model.status == .results(FakeDirectory.names(for: "ada")))
   }
 
   @Test(
