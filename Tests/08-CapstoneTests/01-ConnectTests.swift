@@ -20,6 +20,7 @@ import WorkbookTesting
 /// | cancelled after it returned | — nothing left to cancel | still joined: `secondConnect` | — |
 /// | a second call on one connection | `.alreadyUsed`, not a cancellation: `secondConnect` | the first join stays: `secondConnect` | — |
 /// | two calls at once | — the legacy connection serialises them: one joins, the other is the second call | | |
+/// | cancelled between a look at `Task.isCancelled` and the legacy connect; or the welcome and `onCancel` both reaching a continuation looked at and cleared in two lock steps | — the gap lies between two steps of the answer's own that call nothing the test can pause, and the welcome cannot be made to land inside it (not caught) | | |
 @Suite("8.1 Connect")
 struct ConnectTests {
   @Test("connect(to:port:as:) returns once the server has welcomed us")
