@@ -1,3 +1,4 @@
+import Foundation
 import LegacyKit
 import Testing
 import WorkbookTesting
@@ -116,6 +117,9 @@ struct CheckedAndUnsafeTests {
   @Test("With checks on, a second resume stops the program with a message naming the bridge")
   func checkedCatchesASecondResume() async throws {
     let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      // An unchecked continuation resumed twice may leave the child stuck for good, and
+      // the test waiting on it: the child ends itself, failing and silent, after a moment.
+      endThisChild(after: 1.5)
       let twiceAtOnce = SensorHub(script: CallbackScript(timing: .synchronously, times: 2))
       // Both answers come inside the call, so the checks stop the process before it returns.
       _ = await reading(of: 1, from: twiceAtOnce, checking: .checked)
@@ -204,4 +208,13 @@ private func untilTheHubDroppedItsCallback(_ hub: SensorHub) async throws {
   let deadline = clock.now + .seconds(10)
   while hub.reads == 0 && clock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
   try await Task.sleep(for: .milliseconds(200))
+}
+
+/// Ends an exit test's child process with a failing status after `seconds`, from a thread
+/// of its own, if it has not ended by then.
+private func endThisChild(after seconds: Double) {
+  Thread.detachNewThread {
+    Thread.sleep(forTimeInterval: seconds)
+    exit(70)
+  }
 }
