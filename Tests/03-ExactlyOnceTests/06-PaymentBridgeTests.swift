@@ -26,6 +26,7 @@ import WorkbookTesting
 /// | cancelled while a retry is submitted | `CancellationError`: `cancelWhileSubmittingARetry` | 2: `cancelWhileSubmittingARetry` | none at return: `cancelWhileSubmittingARetry` | — |
 /// | cancelled as the receipt resumes | the receipt or `CancellationError`: `cancelWhileTheAnswerResumes`, `cancellingAsTheReceiptArrives` | — | none: `cancellingAsTheReceiptArrives` | no deadlock with `onCancel`: `cancelWhileTheAnswerResumes` |
 /// | cancelled at any moment | `CancellationError`: `cancellingAtAnyMoment` | — | none: `cancellingAtAnyMoment` | — |
+/// | cancelled between a look for an earlier cancel and the store of the request | — the gap lies between two lock steps of the answer's own that call nothing the test can pause; `cancellingAtAnyMoment` lands there only by chance, as in 3.4 (not caught) | | | |
 /// | slow gateway | the receipt: `slowGateway` | — | — | a 2.5 s answer blocks no thread: `slowGateway` |
 /// | two payments at once, or one after another | — each call is a payment of its own, with nothing shared but the gateway (the rounds of `cancellingAtAnyMoment` pay one order after another) | | | |
 @Suite("3.6 Payment bridge (challenge)")

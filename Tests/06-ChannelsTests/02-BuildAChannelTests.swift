@@ -111,6 +111,7 @@ func resumesOutsideTheLock(
 /// | cancelled as the hand-off happens | sent once if it returned, never if it threw: `cancelSenderRacingHandOff` | the element or nothing: `cancelReceiverRacingHandOff` | nothing lost: both | — |
 /// | cancels at random moments, from other threads | nothing lost or duplicated: `randomCancellation`, `cancelFromOtherThreads` | | | |
 /// | cancelled right after any look at its cancellation (between a check and the store) | `CancellationError`: `cancelledRightAfterALook` | `CancellationError`: `cancelledRightAfterALook` | — | — |
+/// | a sender arrives between a receive's look at the buffer and its wait, taken in two locked steps | — both then wait beside each other; the gap lies inside the answer's own code, between two lock steps that call nothing the test can pause, and the stress tests land there only by chance (not caught) | | | |
 @Suite("6.2 Build a channel")
 struct BuildAChannelTests {
   // MARK: Rendezvous and buffering
