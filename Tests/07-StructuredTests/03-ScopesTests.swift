@@ -286,62 +286,6 @@ struct ScopesTests {
       """)
   }
 
-  @Test("launch(_:) racing cancel() on other threads: every task ends, cancelled")
-  func launchRacingCancel() async throws {
-    // Kept alive to the end: letting a scope go would cancel its tasks and hide the bug.
-    var scopes: [TaskScope] = []
-    let probe = Probe()
-    let rounds = 200
-
-    for _ in 1...rounds {
-      let scope = TaskScope()
-      scopes.append(scope)
-      await withTaskGroup(of: Void.self) { group in
-        for _ in 0..<3 {
-          group.addTask {
-            for _ in 0..<10 { scope.launch(probe.waitForever) }
-          }
-        }
-        group.addTask { scope.cancel() }
-      }
-    }
-
-    let ended = await eventually { probe.endedCancelled.value == rounds * 30 }
-    #expect(
-      ended,
-      """
-      launch(_:) and cancel() on other threads left \
-      \(rounds * 30 - probe.endedCancelled.value) of \(rounds * 30) tasks running: cancel() \
-      must mark the scope cancelled, and launch(_:) must check that flag and store the task \
-      in the same locked step, so cancel() either finds the task or the task starts cancelled
-      """)
-    #expect(probe.endedNormally.value == 0)
-    withExtendedLifetime(scopes) {}
-  }
-
-  @Test("Cancelling one scope leaves another scope's work running")
-  func scopesAreIndependent() async throws {
-    let cancelled = TaskScope()
-    let kept = TaskScope()
-    let probe = Probe()
-    let keptProbe = Probe()
-    cancelled.launch(probe.waitForever)
-    kept.launch(keptProbe.waitForever)
-    await eventually("both tasks to start") {
-      probe.started.value == 1 && keptProbe.started.value == 1
-    }
-
-    cancelled.cancel()
-    await eventually("the cancelled scope's task to end") { probe.endedCancelled.value == 1 }
-
-    #expect(keptProbe.endedCancelled.value == 0, "the other scope's work was cancelled too")
-    #expect(kept.runningCount == 1)
-    kept.cancel()
-    await eventually("the other scope's task to end") { keptProbe.endedCancelled.value == 1 }
-  }
-}
-
-extension ScopesTests {
   @Test("A launch that lands while cancel() is cancelling the tasks starts cancelled too")
   func launchDuringCancel() async throws {
     let scope = TaskScope()
@@ -404,6 +348,62 @@ extension ScopesTests {
       """)
   }
 
+  @Test("launch(_:) racing cancel() on other threads: every task ends, cancelled")
+  func launchRacingCancel() async throws {
+    // Kept alive to the end: letting a scope go would cancel its tasks and hide the bug.
+    var scopes: [TaskScope] = []
+    let probe = Probe()
+    let rounds = 200
+
+    for _ in 1...rounds {
+      let scope = TaskScope()
+      scopes.append(scope)
+      await withTaskGroup(of: Void.self) { group in
+        for _ in 0..<3 {
+          group.addTask {
+            for _ in 0..<10 { scope.launch(probe.waitForever) }
+          }
+        }
+        group.addTask { scope.cancel() }
+      }
+    }
+
+    let ended = await eventually { probe.endedCancelled.value == rounds * 30 }
+    #expect(
+      ended,
+      """
+      launch(_:) and cancel() on other threads left \
+      \(rounds * 30 - probe.endedCancelled.value) of \(rounds * 30) tasks running: cancel() \
+      must mark the scope cancelled, and launch(_:) must check that flag and store the task \
+      in the same locked step, so cancel() either finds the task or the task starts cancelled
+      """)
+    #expect(probe.endedNormally.value == 0)
+    withExtendedLifetime(scopes) {}
+  }
+
+  @Test("Cancelling one scope leaves another scope's work running")
+  func scopesAreIndependent() async throws {
+    let cancelled = TaskScope()
+    let kept = TaskScope()
+    let probe = Probe()
+    let keptProbe = Probe()
+    cancelled.launch(probe.waitForever)
+    kept.launch(keptProbe.waitForever)
+    await eventually("both tasks to start") {
+      probe.started.value == 1 && keptProbe.started.value == 1
+    }
+
+    cancelled.cancel()
+    await eventually("the cancelled scope's task to end") { probe.endedCancelled.value == 1 }
+
+    #expect(keptProbe.endedCancelled.value == 0, "the other scope's work was cancelled too")
+    #expect(kept.runningCount == 1)
+    kept.cancel()
+    await eventually("the other scope's task to end") { keptProbe.endedCancelled.value == 1 }
+  }
+}
+
+extension ScopesTests {
   @Test("A cancellation handler of the work may ask the scope how many tasks run: cancel() returns")
   func handlerMayAskTheScope() async throws {
     let scope = TaskScope()
