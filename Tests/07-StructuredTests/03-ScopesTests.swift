@@ -311,8 +311,8 @@ struct ScopesTests {
       work launched while cancel() was cancelling the scope's tasks ran on, uncancelled \
       (started \(probe.started.value), ended cancelled \(probe.endedCancelled.value)): \
       cancel() marked the scope cancelled only after it had taken its tasks, so the launch \
-      in between was stored as a live task and then dropped without a cancel; marking the \
-      scope and taking its tasks must be one step
+      in between was stored as a live task and then dropped without a cancel (marking the \
+      scope and taking its tasks must be one step), or launch(_:) did not look at the mark
       """)
   }
 
