@@ -36,6 +36,22 @@ private func debounceStarted(
   ) { await clock.sleeping() }
 }
 
+/// Starts `model.search(text)` and returns its task once the debounce is over and the
+/// search has asked `directory` for `text` (its lookup pending, or answered).
+@MainActor
+private func searchLookingUp(
+  _ text: String, by model: PeopleSearchModel, on clock: ManualClock,
+  in directory: FakeDirectory, sourceLocation: SourceLocation = #_sourceLocation
+) async throws -> Task<Void, Never> {
+  let search = model.search(text)
+  try await debounceStarted(text, by: model, on: clock, sourceLocation: sourceLocation)
+  clock.advance(by: debounce)
+  await eventually("search(\"\(text)\") to look \"\(text)\" up") { @Sendable in
+    directory.future(for: text) != nil
+  }
+  return search
+}
+
 /// A people directory that answers each lookup later, on a background queue, unless told to
 /// keep the lookup pending for the test to answer.
 private final class FakeDirectory: Sendable {
@@ -190,12 +206,7 @@ struct PeopleSearchTests {
     let directory = FakeDirectory(holding: ["ada"])
     let model = PeopleSearchModel(debounce: debounce, clock: clock, directory: directory.lookup)
 
-    let first = model.search("ada")
-    try await debounceStarted("ada", by: model, on: clock)
-    clock.advance(by: debounce)
-    await eventually("search(\"ada\") to look \"ada\" up") { @Sendable in
-      directory.future(for: "ada") != nil
-    }
+    let first = try await searchLookingUp("ada", by: model, on: clock, in: directory)
     let second = model.search("grace")
     try await withDeadline(
       .seconds(2), "the first search(\"ada\"), after search(\"grace\")",
@@ -229,12 +240,7 @@ struct PeopleSearchTests {
     let directory = FakeDirectory(holding: ["ada"])
     let model = PeopleSearchModel(debounce: debounce, clock: clock, directory: directory.lookup)
 
-    let first = model.search("ada")
-    try await debounceStarted("ada", by: model, on: clock)
-    clock.advance(by: debounce)
-    await eventually("search(\"ada\") to look \"ada\" up") { @Sendable in
-      directory.future(for: "ada") != nil
-    }
+    let first = try await searchLookingUp("ada", by: model, on: clock, in: directory)
     let firstFuture = directory.future(for: "ada")
     // The same text again: the screen shows .searching("ada") either way, so only the
     // first search's own cancellation tells it that the screen is no longer its own.
@@ -273,12 +279,7 @@ struct PeopleSearchTests {
     let directory = FakeDirectory(holding: ["ada"])
     let model = PeopleSearchModel(debounce: debounce, clock: clock, directory: directory.lookup)
 
-    let first = model.search("ada")
-    try await debounceStarted("ada", by: model, on: clock)
-    clock.advance(by: debounce)
-    await eventually("search(\"ada\") to look \"ada\" up") { @Sendable in
-      directory.future(for: "ada") != nil
-    }
+    let first = try await searchLookingUp("ada", by: model, on: clock, in: directory)
     // The directory answers here, on the main actor: the search has its names, but cannot
     // run on until this job ends, and before it does, the user types again (or clears).
     directory.future(for: "ada")?.success(FakeDirectory.names(for: "ada"))
@@ -359,12 +360,7 @@ struct PeopleSearchTests {
     clock.advance(by: debounce)
 
     // In the lookup: its future is cancelled.
-    let looking = model.search("ada")
-    try await debounceStarted("ada", by: model, on: clock)
-    clock.advance(by: debounce)
-    await eventually("search(\"ada\") to look \"ada\" up") { @Sendable in
-      directory.future(for: "ada") != nil
-    }
+    let looking = try await searchLookingUp("ada", by: model, on: clock, in: directory)
     model.clear()
     try await withDeadline(
       .seconds(2), "search(\"ada\"), after clear()",
