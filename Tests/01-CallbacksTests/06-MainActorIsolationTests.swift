@@ -67,8 +67,10 @@ struct MainActorIsolationTests {
     }
 
     // Back on the main actor right after the await: the state must already be updated,
-    // not left to a task that may run later.
-    #expect(model.steps == 2_048, Self.notShown(model.steps, expected: 2_048))
+    // not left to a task that may run later. (Not next to the expectation: Swift Testing
+    // would show a comment there as the failure's message.)
+    let shown = model.steps
+    #expect(shown == 2_048, Self.notShown(shown, expected: 2_048))
   }
 
   @Test("A refresh that starts while another waits also returns only once the count is shown")

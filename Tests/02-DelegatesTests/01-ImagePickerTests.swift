@@ -162,8 +162,9 @@ struct ImagePickerTests {
     }
     // A second call that is refused, not shown, leaves the first caller to wait for good:
     // say so here, before waiting for that caller, whose hint is about a replaced sheet.
+    let presentations = controller.presentationCount
     try #require(
-      controller.presentationCount == 2,
+      presentations == 2,
       """
       the second pickImage() returned \(String(describing: second)) without showing the picker, \
       while the first caller was still waiting; that first caller is then never answered, \

@@ -184,8 +184,9 @@ struct ContactPickerTests {
     }
     // A second call that is refused, not shown, leaves the first caller to wait for good:
     // say so here, before waiting for that caller, whose hint is about a replaced sheet.
+    let presentations = controller.presentationCount
     try #require(
-      controller.presentationCount == 2,
+      presentations == 2,
       """
       the second pickContact() returned \(String(describing: second)) without showing the picker, \
       while the first caller was still waiting; that first caller is then never answered, \

@@ -277,8 +277,8 @@ struct LocationUpdatesTests {
     let receiver = GPSReceiver(readings: walk, script: .default)
 
     let firstWalk = try await first(2, from: receiver)
-    let firstStopped = await eventually { !receiver.isUpdatingLocation }
     // Starting a receiver that is still on does nothing: the second stream would wait forever.
+    let firstStopped = await eventually { !receiver.isUpdatingLocation }
     try #require(
       firstStopped,
       "the receiver is still on after the first stream ended: stop it in onTermination")

@@ -629,14 +629,14 @@ struct PhotoExportTests {
         + "(with no photos, the group has nothing to wait for, and its notify must still call "
         + "it)"
     ) { @Sendable in reply.value != nil }
+    // Only the caller's thread tells "before it returned" apart: a completion on a background
+    // queue may well run before the call's next line does, and that is right.
     let (fromCallback, early, onMain) = reply.value ?? ([], false, false)
     let fromAsync = try await withDeadline(.seconds(2), "exportPhotos(_:) async with no photos") {
       await exportPhotos([], options: options, pipeline: pipeline, progress: progress)
     }
 
     #expect(fromCallback.isEmpty)
-    // Only the caller's thread tells "before it returned" apart: a completion on a background
-    // queue may well run before the call's next line does, and that is right.
     #expect(
       !onMain,
       Comment(
