@@ -72,9 +72,9 @@ private let onTheMainQueue = CallbackScript(
 /// | conditions error | its error, screen nil: `conditionsErrorFails` | nothing more asked: `conditionsErrorFails` | — | — |
 /// | forecast error | its error, screen nil: `forecastErrorFails` | — | — | — |
 /// | forecast (nil, nil) | `EmptyForecast`, screen nil: `emptyForecastFails` | — | — | — |
-/// | 300 progress values | — | — | all, once, in order, on the bar when refresh returns, none later: `progressReachesTheBar` | reported inside the call, on another thread, or on the main queue: `progressReachesTheBar` |
+/// | 300 progress values | — | — | all, once, in order, on the bar when refresh returns, none later: `progressReachesTheBar` (a `Task { @MainActor }` per value is not caught: Swift 6.3 puts such a task straight on the main queue, in the order made, so the values arrive in order and before the completion, as with `DispatchQueue.main.async`) | reported inside the call, on another thread, or on the main queue: `progressReachesTheBar` |
 /// | slow SDK | — | — | — | the main actor stays free while the conditions wait: `leavesTheMainActorFree`; a radar 2.5 s late blocks no thread and not the main actor: `slowRadar` |
-/// | refreshed again | the newest outcome replaces the old one: `refreshingAgain` | — | — | — |
+/// | refreshed again | the newest outcome replaces the old one: `refreshingAgain` | the same city asked about again: `refreshingAgain` | — | — |
 /// | two refreshes at once | — the doc comment promises nothing for overlapping refreshes | | | |
 /// | cancelled (before, during, after) | — the SDK cannot cancel, and refresh(city:) promises nothing for a cancelled task: it finishes | | | |
 // The model is main-actor isolated, so these tests run on the main actor too.
@@ -436,5 +436,13 @@ struct WeatherScreenTests {
               + "must run in full (was something the failure left set, a flag or a stored "
               + "task, taken for a refresh still running?)")))
     #expect(third.failure == nil, "a refresh that succeeded must clear the earlier failure")
+
+    // The weather changes: a city refreshed again is asked about again, whatever came before.
+    let fourth = try await Self.refresh(model, city: "London")
+    let londonAsks = client.events.filter { $0 == .conditionsRequested(city: "London") }.count
+    #expect(
+      londonAsks == 2 && fourth.screen == Sky.londonScreen,
+      "refreshing London a second time asked the SDK for its current conditions \(londonAsks == 1 ? "only once, the first time" : "\(londonAsks) times"): a refresh shows the weather as it is now, so every refresh asks for the conditions again; a city's earlier answer is not kept for the next refresh"
+    )
   }
 }

@@ -51,6 +51,17 @@ func cancelWhileClosing(
   capacity: Int, round: Int, sourceLocation: SourceLocation = #_sourceLocation
 ) async throws -> Bool {
   let channel = Channel<Int>(capacity: capacity)
+  // One receiver served first, as in a channel that has been in use: close() must leave
+  // its line of waiting receivers fit for the cancel that comes after it.
+  let served = Task { try await channel.receive() }
+  try await Task.sleep(for: .milliseconds(50))  // It waits for an element by now.
+  try await withDeadline(
+    .seconds(2), "round \(round): send(_:) to a waiting receiver", hint: sendHint,
+    sourceLocation: sourceLocation
+  ) {
+    try await channel.send(0)
+    _ = try await served.value
+  }
   let receiving = Locked(false)
   let closed = Locked(false)
   Thread.detachNewThread {
@@ -70,10 +81,10 @@ func cancelWhileClosing(
     return try await channel.receive()
   }
   let elapsed = clock.now - start
+  // Cancelled just after it was resumed, the receive returns what it was given.
   await eventually("round \(round): close() to return", sourceLocation: sourceLocation) {
     closed.value
   }
-  // Cancelled just after it was resumed, the receive returns what it was given.
   #expect(
     received == nil, "round \(round): a receive() ended by close() returns nil",
     sourceLocation: sourceLocation)
