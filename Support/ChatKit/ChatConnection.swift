@@ -91,6 +91,14 @@ public final class ChatConnection: @unchecked Sendable {
   private var sentTotal = 0
   private var queuedTotal = 0
   private var pendingSends: [(end: Int, completion: (Error?) -> Void)] = []
+  /// Lines taken for sending since the connection was made, counting up only (under `lock`,
+  /// so reading it never waits for `queue`).
+  private var linesTaken = 0
+
+  /// How many lines `send(_:completion:)` has taken for sending (not refused) so far: for
+  /// tests, which cannot otherwise tell that a send has reached the connection before they
+  /// do something next.
+  var linesTakenForSending: Int { lock.withLock { linesTaken } }
 
   /// A connection that calls its delegate and completion handlers on `callbackQueue`.
   public init(
@@ -182,6 +190,7 @@ public final class ChatConnection: @unchecked Sendable {
         return callback { completion(ChatConnectionError.invalidLine) }
       }
       append(line)
+      lock.withLock { linesTaken += 1 }
       pendingSends.append((queuedTotal, completion))
       writeOutput()
     }

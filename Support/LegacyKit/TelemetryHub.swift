@@ -57,6 +57,7 @@ public final class TelemetryHub: @unchecked Sendable {
   private var finished = false
   private var allReceipts: [SampleReceipt] = []
   private var handedOver = 0
+  private var longestWait = Duration.zero
 
   /// - Parameters:
   ///   - sampleCount: How many samples a session measures.
@@ -97,6 +98,15 @@ public final class TelemetryHub: @unchecked Sendable {
       if case .dropped(let sample) = receipt { return sample }
       return nil
     }
+  }
+
+  /// The longest time one call of the receive closure kept the hub's thread waiting (asleep
+  /// or blocked, not merely slow), in every session: the hub cannot wait for a slow app.
+  /// Measured on Linux; zero elsewhere.
+  public var longestWaitInReceive: Duration {
+    lock.lock()
+    defer { lock.unlock() }
+    return longestWait
   }
 
   /// How many samples have been handed over, in every session.
@@ -154,8 +164,11 @@ public final class TelemetryHub: @unchecked Sendable {
         lock.lock()
         handedOver += 1
         lock.unlock()
+        let waits = ThreadWaits()
         let receipt = session.receive(sample)
+        let waited = waits.waited
         lock.lock()
+        longestWait = max(longestWait, waited)
         allReceipts.append(receipt)
         if receipt == .closed { measuring = false }
         lock.unlock()

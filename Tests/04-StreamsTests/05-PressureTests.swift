@@ -70,6 +70,7 @@ private func numbers(
 /// | path | samples (count, order) | end | hub (receipts, running) | thread, timing |
 /// | --- | --- | --- | --- | --- |
 /// | nobody reads while the hub sends | the newest `capacity`, in order: `keepsTheNewestSamples` | — | each sample's receipt, kept or the one really lost: `keepsTheNewestSamples`; started before the call returns: `keepsTheNewestSamples` | inside `startMeasuring`, on its queue, later: `keepsTheNewestSamples` |
+/// | samples keep coming, full or not, read or not | — | — | — | each receipt at once: the hub's thread never waits in the closure (asleep or blocked, measured by the thread's own scheduler statistics, so a busy machine does not count): `answersAtOnce` |
 /// | the hub's session ends | each sample received or reported lost: `endsAfterTheLastSample` | after the last sample: `endsAfterTheLastSample` | — | — |
 /// | the loop breaks | — | — | stopped at its next sample (`.closed`): `stopsTheHubWhenTheLoopBreaks` | — |
 /// | the task is cancelled | — | the loop ends: `stopsTheHubWhenTheTaskIsCancelled` | stopped at its next sample: `stopsTheHubWhenTheTaskIsCancelled` | — |
@@ -109,6 +110,28 @@ struct PressureTests {
       "while there is room, yield returns .enqueued(remaining:): answer .accepted(room: remaining)"
     )
     #expect(hub.lostSamples.map(\.number) == Array(1...7), because(evictedHint))
+  }
+
+  @Test(
+    "Answers every sample at once, full or not, without making the hub wait", arguments: scripts)
+  func answersAtOnce(script: CallbackScript) async throws {
+    let hub = TelemetryHub(sampleCount: 40, interval: .milliseconds(1), script: script)
+
+    // Read the first few slowly, then nothing: the stream is full for most samples.
+    let stream = samples(from: hub, keepingNewest: 3)
+    var iterator = stream.makeAsyncIterator()
+    for _ in 0..<3 {
+      _ = await iterator.next()
+      try await Task.sleep(for: .milliseconds(5))
+    }
+    let done = await eventually { hub.hasFinished }
+    try #require(done, "the hub never finished its session")
+
+    let waited = hub.longestWaitInReceive
+    #expect(
+      waited < .milliseconds(10),
+      "one call of the receive closure kept the hub's thread waiting for \(waited) (asleep or blocked, not merely slow: a sleep, a semaphore, a lock held elsewhere): the hub measures at its own pace and cannot wait for a slow app, so each receipt must come at once, whether the sample was kept or dropped"
+    )
   }
 
   @Test(

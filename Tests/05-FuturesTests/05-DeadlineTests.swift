@@ -40,6 +40,7 @@ private let callerCancelledHint =
 /// | completes in time | its value: `returnsTheValueInTime` | — | at once, not at a long timeout: `returnsWithoutWaitingForTheTimeout` |
 /// | fails in time | its own error: `throwsTheErrorInTime` | — | — |
 /// | completed on the caller's own thread | its value: `suspendsInsteadOfBlocking` | — | suspends instead of blocking: `suspendsInsteadOfBlocking` |
+/// | a limit with a fraction of a second | the value of a future in time: `wholeLimit`; `TimeoutError`, not before the limit: `wholeLimit` | — | — |
 /// | the deadline passes | `TimeoutError`: `timesOutAndCancels` | cancelled: `timesOutAndCancels` | at the deadline, not when the future completes later: `doesNotWaitForALateFuture` |
 /// | the caller is cancelled | an error (the cancellation or the future's): `cancellingTheCallerCancelsTheFuture` | cancelled: `cancellingTheCallerCancelsTheFuture` | — |
 /// | the caller was cancelled before it waits | an error: `alreadyCancelledCallerCancelsTheFuture` | cancelled: `alreadyCancelledCallerCancelsTheFuture` | — |
@@ -120,6 +121,39 @@ struct FutureDeadlineTests {
     #expect(
       (try? outcome.get()) == 102.25,
       "the future completed in time with 102.25, but value(timeout:) ended with \(outcome)")
+  }
+
+  @Test("Waits the whole limit, fractions of a second included")
+  func wholeLimit() async throws {
+    // In time for a limit of 0.9 s: the answer comes at 0.05 s.
+    let promise = CoPromise<Double>()
+    DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) { promise.success(99.5) }
+    let inTime = await Result {
+      try await withDeadline(.seconds(2), "value(timeout: .milliseconds(900))", hint: valueHint) {
+        try await promise.value(timeout: .milliseconds(900))
+      }
+    }
+    if case .failure(let error as DeadlineExceeded) = inTime { throw error }
+    #expect(
+      (try? inTime.get()) == 99.5,
+      "a future that answered after 0.05 s, well within a limit of 0.9 s, ended with \(inTime): the limit was cut short (was it rounded to whole seconds?)"
+    )
+
+    // No answer at all: the timeout comes at 0.3 s, not before.
+    let start = ContinuousClock.now
+    let late = await Result {
+      try await withDeadline(
+        .seconds(2), "value(timeout: .milliseconds(300))", hint: ignoredCancellationHint
+      ) {
+        try await CoPromise<Double>().value(timeout: .milliseconds(300))
+      }
+    }
+    if case .failure(let error as DeadlineExceeded) = late { throw error }
+    let waited = ContinuousClock.now - start
+    #expect(
+      waited >= .milliseconds(290),
+      "value(timeout: .milliseconds(300)) gave up after \(waited), before its limit: a timer shorter than the limit (was it rounded to whole seconds?)"
+    )
   }
 
   @Test("Throws TimeoutError at the deadline and cancels the future")

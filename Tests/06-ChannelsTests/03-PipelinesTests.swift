@@ -119,7 +119,7 @@ private final class Activity: Sendable {
 ///
 /// | path | results (count, order) | end, error | stages (running after return) | concurrency |
 /// | --- | --- | --- | --- | --- |
-/// | a finite source | each transformed once, consumed once: `everyElementOnce`; in order with one worker: `oneWorkerKeepsOrder` | returns after the last result: `finishingTheSourceEndsIt` | — | — |
+/// | a finite source | each transformed once, consumed once: `everyElementOnce`; in order with one worker: `oneWorkerKeepsOrder`; as they are ready with two: `resultsAsTheyAreReady` | returns after the last result: `finishingTheSourceEndsIt` | — | — |
 /// | an empty source | none: `emptySource` | returns at once: `emptySource` | — | — |
 /// | N workers | — | — | — | N transforms at once, never more: `fansOutToTheWorkers` |
 /// | a transform fails | — | its error: `failingTransform` | none: `failingTransform` | — |
@@ -160,6 +160,35 @@ struct PipelinesTests {
     }
 
     #expect(activity.consumed.value == (1...30).map { $0 * 10 })
+  }
+
+  @Test("A result ready first is consumed first, though its element came later")
+  func resultsAsTheyAreReady() async throws {
+    // Element 1's transform waits until the consumer has had element 2's result (or 3 s).
+    let secondConsumed = Locked(false)
+    let consumed = Locked<[Int]>([])
+
+    try await withDeadline(.seconds(5), "runPipeline(…)", hint: endHint) {
+      try await runPipeline(
+        source: Numbers(1...2), workers: 2,
+        transform: { element in
+          if element == 1 {
+            for _ in 0..<300 where !secondConsumed.value {
+              try await Task.sleep(for: .milliseconds(10))
+            }
+          }
+          return element
+        },
+        consume: { result in
+          consumed.withLock { $0.append(result) }
+          if result == 2 { secondConsumed.withLock { $0 = true } }
+        })
+    }
+
+    #expect(
+      consumed.value == [2, 1],
+      "with two workers, element 2's result was ready while element 1's transform still ran, but the consumer got \(consumed.value): results must reach the consumer in the order they are ready, not in the source's order (one slow element must not hold back the others)"
+    )
   }
 
   @Test("Finishing the source closes the pipeline, after its last result is consumed")

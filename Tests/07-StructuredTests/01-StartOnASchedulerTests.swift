@@ -36,12 +36,13 @@ private func later(
 /// | path | status shown | the lookup's future | main actor, timing |
 /// | --- | --- | --- | --- |
 /// | the name arrives, late or at once | `Loading…` at once, then the name: `showsTheName` | — | — |
-/// | the lookup fails | `Unavailable`: `showsUnavailable` | — | — |
+/// | the lookup fails, or its future is cancelled by the lookup | `Unavailable`: `showsUnavailable` | — | — |
 /// | the same id loaded again, after a failure | `Loading…`, then the new answer: `sameIdAgain` | a new lookup: `sameIdAgain` | — |
 /// | a lookup pending | — | — | the main actor stays free: `mainActorStaysFree` |
 /// | the load is cancelled while pending | nothing changes after: `cancellingCancelsTheLookup` | cancelled: `cancellingCancelsTheLookup` | — |
 /// | cancelled after the future succeeded, before the name is shown | nothing changes: `cancelledAfterSuccess` | — | — |
 /// | a second load before the first ends | only the newer answer shows: `newLoadWins` | the first cancelled: `newLoadWins` | — |
+/// | the answer shown by a `Task { @MainActor }` of its own, after the load's task ended | — not caught: on the one main actor, that task runs before anything the test does once the load's task has ended (its jobs run in the order they came), so awaiting the load shows the answer; only a cancel from another thread, in that instant, would see the late write |
 /// | three loads, the first over before the third | the replaced loads change nothing, the third's answer shows: `everyLoadCancelsTheOneBefore` | the first's task and the second's lookup cancelled: `everyLoadCancelsTheOneBefore` | — |
 /// | cancelled after it ended | — the task has ended: nothing left to cancel | | |
 // The screen is main-actor isolated, so these tests run on the main actor too.
@@ -66,17 +67,28 @@ struct StartOnASchedulerTests {
     }
   }
 
-  @Test("load() shows Unavailable when the lookup fails")
+  @Test("load() shows Unavailable when the lookup fails, or its future is cancelled by others")
   func showsUnavailable() async throws {
-    let screen = ProfileScreen { _ in later(.failure(LookupError.notFound)) }
+    for cancelledByTheLookup in [false, true] {
+      let screen = ProfileScreen { _ in
+        guard cancelledByTheLookup else { return later(.failure(LookupError.notFound)) }
+        let promise = CoPromise<String>()
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) { promise.cancel() }
+        return promise
+      }
 
-    let task = screen.load("nobody")
-    try await withDeadline(
-      .seconds(2), "load(\"nobody\")",
-      hint: "a failed future must resume the continuation too: resume(with:) the result"
-    ) { await task.value }
+      let task = screen.load("nobody")
+      try await withDeadline(
+        .seconds(2), "load(\"nobody\")",
+        hint: "a failed future must resume the continuation too: resume(with:) the result"
+      ) { await task.value }
 
-    #expect(screen.status == "Unavailable")
+      #expect(
+        screen.status == "Unavailable",
+        cancelledByTheLookup
+          ? "the lookup's future was cancelled by the lookup itself, while the load was not cancelled, and the screen showed \"\(screen.status)\": only a cancelled load may leave the screen as it is; a future that fails as cancelled is a failed lookup like any other"
+          : "a failed lookup showed \"\(screen.status)\"")
+    }
   }
 
   @Test("Loading an id again, after its load ended, looks it up again")

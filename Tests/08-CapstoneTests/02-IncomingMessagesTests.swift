@@ -347,7 +347,8 @@ struct IncomingMessagesTests {
 
     let received = try await withDeadline(
       .seconds(2), "the first line of incomingLines()",
-      hint: "didReceive never yields into the stream"
+      hint: "bob's line never came out of the stream: didReceive never yields into the stream, "
+        + "or the line was skipped or dropped on its way"
     ) {
       let lines = connection.incomingLines()
       try await legacyConnect(connection, port: server.port, name: "alice")
@@ -431,7 +432,8 @@ struct IncomingMessagesTests {
     let leaving = ChatConnection()
     try await withDeadline(
       .seconds(2), "the first line of incomingLines()",
-      hint: "didReceive never yields into the stream"
+      hint: "bob's line never came out of the stream: didReceive never yields into the stream, "
+        + "or the line was skipped or dropped on its way"
     ) {
       let lines = leaving.incomingLines()
       try await legacyConnect(leaving, port: server.port, name: "dee")

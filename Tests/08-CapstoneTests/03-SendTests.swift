@@ -1,9 +1,9 @@
-import ChatKit
 import Foundation
 import Testing
 import WorkbookTesting
 
 @testable import Capstone
+@testable import ChatKit
 
 /// The contract of `send(_:)`: each path, what the caller and the others see, and the test
 /// that checks it (— where a column does not apply, and why).
@@ -15,6 +15,7 @@ import WorkbookTesting
 /// | 1025 bytes, or a newline | `.invalidLine`: `lengthLimit`, `invalidLineThrows` | stays open, the next line goes: `invalidLineThrows` | — |
 /// | before joining | `.notConnected`, unchanged: `sendBeforeConnectThrows` | — | — |
 /// | after `disconnect()` | the connection's error: `sendAfterDisconnectThrows` | — | — |
+/// | waiting to go out when `disconnect()` comes | throws (the legacy `.cancelled`), never returns: `cutOffByDisconnect` | — | — |
 /// | an invalid line in a cancelled task | throws, `CancellationError` or `.invalidLine`, never returns: `cancelledInvalidLineThrows` | — | — |
 /// | in a cancelled task | returns or `CancellationError`: `cancelledSend` | stays open, the next line goes: `cancelledSend` | — |
 /// | the task cancelled while the send waits for its completion | returns or `CancellationError`: `cancelledWhileSending` | stays open, the next line goes: `cancelledWhileSending` | — |
@@ -153,6 +154,37 @@ struct SendTests {
         try await connection.send("anyone?")
       }
     }
+  }
+
+  @Test("A line still waiting to go out when disconnect() comes throws, and does not look sent")
+  func cutOffByDisconnect() async throws {
+    // A server that welcomes alice and then reads nothing: her lines pile up.
+    let listener = try SilentListener(receiveBuffer: 4_096)
+    let connection = ChatConnection()
+    let joining = Task { try await legacyConnect(connection, port: listener.port, name: "alice") }
+    await eventually("the connection to reach the listener") { listener.say("* welcome alice\n") }
+    try await withDeadline(.seconds(2), "the legacy connect") { try await joining.value }
+    // 16 MiB ahead of the line, far more than the kernel holds for a reader that never
+    // reads: that line cannot go out before the hang-up.
+    let filler = String(repeating: "x", count: ChatServer.maximumLineLength)
+    for _ in 0..<16_384 { connection.send(filler, completion: nil) }
+    await eventually("the connection to take the 16 MiB ahead", within: .seconds(10)) {
+      connection.linesTakenForSending == 16_384
+    }
+    let sending = Task { try await connection.send("last words") }
+    await eventually("send(\"last words\") to hand its line to the connection") {
+      connection.linesTakenForSending > 16_384
+    }
+    connection.disconnect()
+
+    let outcome = try await withDeadline(
+      .seconds(2), "send(\"last words\"), cut off by disconnect()",
+      hint: "the completion's error path never resumes the continuation"
+    ) { await sending.result }
+    #expect(
+      outcome.failure != nil,
+      "send(\"last words\") returned as if the line had gone out, but disconnect() came while it was still waiting its turn: the completion reported ChatConnectionError.cancelled, and that error was dropped. A line that was never sent must throw, whoever hung up"
+    )
   }
 
   @Test("A line of exactly 1024 bytes is sent; one of 1025 bytes throws .invalidLine")

@@ -135,8 +135,8 @@ private let endOfInputHint =
 ///
 /// | path | result, error | resources: connection, tasks, input | output, order, timing |
 /// | --- | --- | --- | --- |
-/// | joined, lines both ways | — | — | the greeting first: `printsGreeting`; every line: `printsIncomingLines`, in order, before it returns, with a slow `output`, on one thread and on the shared pool (where a loop in a task it does not wait for runs beside it): `printsInOrderAndInTime`; each typed line sent as typed: `sendsInputLines` |
-/// | end of input | returns: `endOfInputReturns` | hangs up after the last line: `endOfInputReturns`; 100 lines, all sent in order first, whenever a task runs: `sendsEverythingBeforeLeaving` | — |
+/// | joined, lines both ways | — | — | the greeting first: `printsGreeting`; every line: `printsIncomingLines`, in order, before it returns, with a slow `output`, on one thread and on the shared pool (where a loop in a task it does not wait for runs beside it): `printsInOrderAndInTime`; each typed line sent as typed, and not printed: `sendsInputLines` |
+/// | end of input | returns: `endOfInputReturns` | hangs up after the last line: `endOfInputReturns`; 100 lines, all sent in order first, whenever a task runs: `sendsEverythingBeforeLeaving`; 8 MiB to a server slow to read, all sent first: `waitsForASlowServer` | — |
 /// | the server closes | `ClipperError.serverGone`, though input is open: `serverLossThrows` | the input side stops: not checked apart from the run ending (8.6 checks its input stream ends, `inputTerminated`) | — |
 /// | the connection is reset | `ClipperError.serverGone`: `resetIsServerGone` | the input side stops: as for the server closing | — |
 /// | a line too long | goes on: `longLineGoesOn` | — | reported with `output`: `longLineGoesOn` |
@@ -214,6 +214,10 @@ struct ClipperTests {
     try await alice.end(
       "runClipper(…) after its input ended",
       hint: endOfInputHint)
+    #expect(
+      alice.printed.value.isEmpty,
+      "clipper printed \(alice.printed.value), which the server never sent alice (it sends a member's lines to the others only): output shows what comes from the server, and the notice of a line not sent, nothing else"
+    )
   }
 
   @Test("At the end of input it sends what is left, leaves the chat, and returns")
@@ -446,6 +450,46 @@ struct ClipperTests {
           + " before she hung up: at the end of input every line typed must already be on its "
           + "way, in the order typed (a send still to be made when the command hangs up is "
           + "lost, and a send handed to a task of its own may be just that)"))
+  }
+
+  @Test("With a server slow to read, every line typed is sent before it hangs up")
+  func waitsForASlowServer() async throws {
+    // A server that welcomes alice, then reads nothing until she has returned, or a second
+    // has passed: 8 MiB of her lines pile up, far more than the kernel holds for her.
+    let listener = try SilentListener(receiveBuffer: 4_096)
+    let alice = Session("alice", port: listener.port)
+    defer { alice.run.cancel() }
+    await eventually("alice to connect") { listener.say("* welcome alice\n") }
+    let line = String(repeating: "x", count: 1_000)
+    let lines = 8_192
+    let writer = alice.input.fileHandleForWriting
+    Thread.detachNewThread {
+      let chunk = Data(String(repeating: line + "\n", count: 64).utf8)
+      for _ in 0..<(lines / 64) { try? writer.write(contentsOf: chunk) }
+      try? writer.close()
+    }
+    _ = await eventually(within: .seconds(1)) { alice.ended.value }
+    let returnedEarly = alice.ended.value
+    // Returned, it may still be hanging up: read only once the connection has let go.
+    if returnedEarly { _ = await eventually { listener.clientLetGo() } }
+
+    let received = try await withDeadline(
+      .seconds(5), "the server to read all alice sent, until she hung up", hint: endOfInputHint
+    ) {
+      var bytes: [UInt8] = []
+      while true {
+        let (more, hungUp) = listener.drain()
+        bytes += more
+        if hungUp { return bytes }
+        try await Task.sleep(for: .milliseconds(1))
+      }
+    }
+    try await alice.end("runClipper(…) after its input ended", hint: endOfInputHint)
+    let sent = received.split(separator: UInt8(ascii: "\n")).count { $0.count == line.utf8.count }
+    #expect(
+      sent == lines,
+      "alice typed \(lines) lines, and her input ended; the server, slow to read, got \(sent) of them before she hung up\(returnedEarly ? " (she returned while it had not read any yet)" : ""): a line is sent once its send's completion has come; a send still waiting for it when the command hangs up is cut off, and so is its line"
+    )
   }
 
   @Test("When the connection is reset, it throws .serverGone, though input is still open")

@@ -91,11 +91,15 @@ final class SilentListener: @unchecked Sendable {
   private var peer: Int32 = -1
 
   /// Listens on `port`, or on one the kernel picks (0). A port that a stopped server used
-  /// can be taken again at once.
-  init(port requested: UInt16 = 0) throws {
+  /// can be taken again at once. A `receiveBuffer` in bytes caps what the kernel takes in
+  /// for the client, which this listener never reads: the client's writes soon block.
+  init(port requested: UInt16 = 0, receiveBuffer: Int32? = nil) throws {
     fd = try Socket.makeTCP()  // non-blocking, so accept never waits
     var on: Int32 = 1
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+    if var size = receiveBuffer {  // Set before listen: the accepted socket inherits it.
+      setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+    }
     guard Socket.bind(fd, to: Socket.address(host: "127.0.0.1", port: requested)!) == 0,
       listen(fd, 8) == 0
     else {
@@ -117,6 +121,67 @@ final class SilentListener: @unchecked Sendable {
   /// Whether a client has connected here. Never waits: poll it with `eventually`.
   func peerConnected() -> Bool {
     lock.withLock { acceptPeer() }
+  }
+
+  /// Writes `text` to the client that connected here, if one did; says whether it did. For
+  /// a short text: a welcome, say.
+  func say(_ text: String) -> Bool {
+    lock.withLock {
+      guard acceptPeer() else { return false }
+      let bytes = Array(text.utf8)
+      return bytes.withUnsafeBytes { write(peer, $0.baseAddress, $0.count) } == bytes.count
+    }
+  }
+
+  /// Whether the client that connected here, in this process, no longer holds its socket:
+  /// no descriptor of the process is that connection's end any more, so whatever it had
+  /// not yet handed to the kernel is gone.
+  func clientLetGo() -> Bool {
+    lock.withLock {
+      guard acceptPeer() else { return false }
+      guard let clientPort = Self.port(of: peer, remote: true) else { return true }
+      for descriptor in Int32(0)..<4_096 where descriptor != peer && descriptor != fd {
+        if Self.port(of: descriptor, remote: false) == clientPort
+          && Self.port(of: descriptor, remote: true) == port
+        {
+          return false
+        }
+      }
+      return true
+    }
+  }
+
+  /// The local or remote port of a TCP socket, or nil if `descriptor` is not one.
+  private static func port(of descriptor: Int32, remote: Bool) -> UInt16? {
+    var address = sockaddr_in()
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let named = withUnsafeMutablePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        remote ? getpeername(descriptor, $0, &length) : getsockname(descriptor, $0, &length)
+      }
+    }
+    guard named == 0, address.sin_family == sa_family_t(AF_INET) else { return nil }
+    return UInt16(bigEndian: address.sin_port)
+  }
+
+  /// Reads what the client sent since the last call, without waiting; `hungUp` once it
+  /// has closed its end and everything before that was read.
+  func drain() -> (bytes: [UInt8], hungUp: Bool) {
+    lock.withLock {
+      guard acceptPeer() else { return ([], false) }
+      var bytes: [UInt8] = []
+      var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+      while true {
+        let count = buffer.withUnsafeMutableBytes { read(peer, $0.baseAddress, $0.count) }
+        if count > 0 {
+          bytes += buffer[..<count]
+        } else if count < 0 && errno == EINTR {
+          continue
+        } else {
+          return (bytes, count == 0 || !Socket.wouldBlock(errno))
+        }
+      }
+    }
   }
 
   /// Whether the client that connected here has closed its end (read gives end of file).
