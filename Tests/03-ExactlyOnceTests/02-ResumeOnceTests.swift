@@ -17,6 +17,7 @@ import WorkbookTesting
 /// | --- | --- | --- | --- |
 /// | the scale repeats its reading (inside the call, on threads) | the first reading: `weighReturnsTheFirstReading` | one: `weighReturnsTheFirstReading` | — |
 /// | the reading and its repeat back to back, tasks started on the scale's thread run backwards | the first reading: `firstReadingWhateverTheTaskOrder` | — | decided in the callback: `firstReadingWhateverTheTaskOrder` |
+/// | a scale that answers after 2.5 s | its reading: `slowScaleDoesNotBlock` | — | no thread of the pool held while waiting: `slowScaleDoesNotBlock` |
 /// | an error first, a reading after | the error: `weighThrowsTheFirstError` | one: `weighThrowsTheFirstError` | — |
 /// | four threads report at the same moment, 200 times | one reading each time: `weighSurvivesSimultaneousRepeats` | one: `weighSurvivesSimultaneousRepeats` | released together: `weighSurvivesSimultaneousRepeats` |
 /// | weighed twice on one scale | each its own reading: `reuse` | a continuation per call: `reuse` | — |
@@ -51,6 +52,27 @@ struct ResumeOnceTests {
 
     #expect(weight == 71.5, "weigh(on:) must return the first reading, not a repeat")
     #expect(scale.measurements == 1)
+  }
+
+  @Test("Waiting for a slow scale suspends instead of holding a thread")
+  func slowScaleDoesNotBlock() async throws {
+    // The scale answers after 2.5 s: long enough that a thread held while waiting for it (a
+    // semaphore, a group's wait, a sleep loop) is seen by the deadline's pool check.
+    let scale = BluetoothScale(
+      replies: [.success(80.25)],
+      delivery: .scripted(CallbackScript(timing: .after(.milliseconds(2500)), times: 1)))
+
+    let weight = try await withDeadline(
+      .seconds(10), "weigh(on:) with a scale that answers after 2.5 s",
+      hint: """
+        weigh(on:) holds a thread of the concurrency pool while it waits for the scale; a \
+        wait must suspend on a continuation, so the thread can run other tasks
+        """
+    ) {
+      try await weigh(on: scale)
+    }
+
+    #expect(weight == 80.25)
   }
 
   @Test(
