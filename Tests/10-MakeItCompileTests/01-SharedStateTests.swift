@@ -16,6 +16,7 @@ import WorkbookTesting
 /// | counted from the main actor and background threads together | every count: `countsFromTheMainActorToo` | — | — |
 /// | read right after counting, on another thread | the new count: `countIsThereWhenTheCallReturns` | none late (a hop to another queue or task): `countIsThereWhenTheCallReturns` | — |
 /// | the cache stored and read from many threads at once | every thumbnail: `cacheFromManyThreads` | none lost | any thread: `cacheFromManyThreads` |
+/// | counted, stored and read from a task while the pool has one free thread | at once: `usableFromATask` | — | waits for no other task (a semaphore until an actor or a task has it would hold the last thread): `usableFromATask` |
 /// | a name stored twice | the newer one: `storeReplaces` | — | — |
 /// | a thumbnail stored under another name than its own | under the name given: `storedUnderTheGivenName` | — | — |
 /// | the first use of `shared`, from two threads at once | — once per process: the first use is over before a test can race it (a `static let` is made once, safely, by the language) | | |
@@ -149,6 +150,24 @@ struct SharedStateTests {
               : "every store must reach the one shared cache, whatever thread makes it, and "
                 + "two stores at once must not undo each other (a copy of the dictionary changed "
                 + "and written back loses the other thread's store)")))
+  }
+
+  @Test("Counting, storing and reading from a task never wait for another task")
+  func usableFromATask() async throws {
+    let before = renderedThumbnailCount
+    let name = "made in a task"
+    let thumbnail = Thumbnail(name: name, pixels: [7, 7])
+    // Every thread of the pool but one is held: a call that waits until some other task
+    // (or an actor) has done its work would wait for ever on that last thread.
+    let (stored, counted) = try await withPoolOfOne(
+      "countRenderedThumbnail(), store(_:named:) and thumbnail(named:) called from a task"
+    ) {
+      countRenderedThumbnail()
+      ThumbnailCache.shared.store(thumbnail, named: name)
+      return (ThumbnailCache.shared.thumbnail(named: name), renderedThumbnailCount)
+    }
+
+    #expect(stored == thumbnail && counted > before)
   }
 
   @Test("Storing a name again replaces its thumbnail")

@@ -16,6 +16,8 @@ import WorkbookTesting
 /// | albums, one after the other (one of them empty) | each album's form complete (endpoint, device, album, its photos, the upload ID): `albumsArriveComplete` | one per album, in order, with the upload ID its form got: `linesNameTheirUploads` | — every form is taken | posted off the main actor: every test (`postedOffTheMainActor`) |
 /// | an album the server refuses, then retries | the form as it was sent, attempt 2, then 3: `refusedAlbumsAreRetriedAsSent` | the upload ID it was given when refused: `refusedAlbumsAreRetriedAsSent` | unchanged by the caller's next albums: `refusedAlbumsAreRetriedAsSent` | — |
 /// | a form from the share extension | complete, with its own fields: `sharedFormArrivesComplete` | its upload ID: `sharedFormArrivesComplete` | kept as sent, retried complete: `refusedSharedFormIsRetriedAsSent` | — |
+/// | several refused, then retried | — | — | retried in the order refused: `retriesInTheOrderRefused` | — |
+/// | a form without an album | — | `Untitled`: `formWithoutAnAlbum` | — | — |
 /// | called from the main actor | — as above | — as above | — | posted off the main actor: `postsOffTheMainActorWhenCalledFromIt` |
 /// | many uploads at once, retries in between | every album complete, upload IDs all different: `manyUploadsAtOnce` | each line its own album's ID: `manyUploadsAtOnce` | every refused album retried as sent: `manyUploadsAtOnce` | no data race (Thread Sanitizer): `manyUploadsAtOnce` |
 /// | many sends at once | — | — | — | one post at a time: `manyUploadsAtOnce` |
@@ -71,6 +73,27 @@ struct SendingValuesTests {
         rawValue: "uploadAlbums returned \(lines), not \(expected). "
           + lineHint(lines, expected)))
     postedOffTheMainActor(transport)
+  }
+
+  @Test("Refused albums are retried in the order they were refused")
+  func retriesInTheOrderRefused() async throws {
+    // The server refuses every first post, and takes every retry.
+    let transport = AlbumUploadRecorder { form in form.fields["attempt"] != nil }
+    let outbox = await makeAlbumOutbox(transport)
+    let albums = (1...8).map { UploadAlbum(title: "Album \($0)", photos: []) }
+
+    _ = try await uploadAlbumsWithDeadline(albums, device: "Ana's phone", through: outbox)
+    let retried = try await withDeadline(.seconds(2), "retryRefused()") {
+      await outbox.retryRefused()
+    }
+
+    let order = transport.posts.dropFirst(albums.count).map { $0.fields["album"] ?? "?" }
+    // Only the order is this test's: lost or changed forms are named by the other tests.
+    guard retried == albums.count, order.sorted() == albums.map(\.title).sorted() else { return }
+    #expect(
+      order == albums.map(\.title),
+      "the server refused 8 albums, Album 1 to Album 8, and retryRefused() (which returned \(retried)) posted them again in the order \(order): the outbox must keep refused forms in the order they were refused, and retry them in that order"
+    )
   }
 
   @Test("A refused album is kept and retried exactly as it was sent, whatever comes next")
@@ -157,6 +180,19 @@ struct SendingValuesTests {
         rawValue: "submitSharedForm returned \"\(line)\", not \"Sunset: 2 photos, 7 bytes, "
           + "upload 2\". " + lineHint([line], ["Sunset: 2 photos, 7 bytes, upload 2"])))
     postedOffTheMainActor(transport)
+  }
+
+  @Test("A form without an album is summed up as Untitled")
+  func formWithoutAnAlbum() async throws {
+    let transport = AlbumUploadRecorder()
+    let outbox = await makeAlbumOutbox(transport)
+
+    let line = try await withDeadline(.seconds(2), "submitSharedForm(_:through:)") {
+      let form = PhotoUploadForm(endpoint: "/share", files: sunsetPhotos)
+      return await submitSharedForm(form, through: outbox)
+    }
+
+    #expect(line == "Untitled: 2 photos, 7 bytes, upload 1")
   }
 
   @Test("A refused form from the share extension is retried exactly as it was sent")
