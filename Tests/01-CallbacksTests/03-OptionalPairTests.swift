@@ -98,7 +98,7 @@ private final class WarningProbe: Sendable {
 /// | --- | --- | --- | --- |
 /// | (value, nil) | the value: `valueAlone` | none: `valueAlone` | inside the call, soon, later: `valueAlone` |
 /// | (nil, error) | the error, unchanged: `errorAlone` | none: `errorAlone` | — |
-/// | (value, error) | the value: `valueAndError` | the error, once: `valueAndError`; by the time the call returns, by the call itself: `warningReportedBeforeReturning` | — |
+/// | (value, error) | the value: `valueAndError` (an approximate match, and a service outage with a value) | the error, once: `valueAndError`; by the time the call returns, by the call itself: `warningReportedBeforeReturning` | — |
 /// | (nil, nil) | `EmptyEncoderReply`: `neither` | — | — |
 /// | answer on the caller's own thread, 0.5 s later | the value: `suspendsWhileWaiting` | — | suspends, neither blocks nor polls: `suspendsWhileWaiting` |
 /// | asked again after an empty reply | the value: `reuse` | — | two requests: `reuse` |
@@ -158,9 +158,10 @@ struct OptionalPairTests {
   }
 
   @Test(
-    "Returns the value and reports the error when the handler gets both", arguments: scripts)
-  func valueAndError(script: CallbackScript) async throws {
-    let encoder = AddressEncoder(reply: .valueAndError(.approximateMatch), script: script)
+    "Returns the value and reports the error when the handler gets both, whatever the error",
+    arguments: scripts, [AddressEncodingError.approximateMatch, .serviceUnavailable])
+  func valueAndError(script: CallbackScript, warning: AddressEncodingError) async throws {
+    let encoder = AddressEncoder(reply: .valueAndError(warning), script: script)
     let log = WarningLog()
 
     let result: String
@@ -174,7 +175,8 @@ struct OptionalPairTests {
       Issue.record(
         """
         encode(_:using:reportWarning:) threw \(error) although a value came with it: when \
-        both arrive, return the value and pass the error to reportWarning
+        both arrive, the value is returned and the error, whichever it is, is passed to \
+        reportWarning
         """)
       return
     }
@@ -184,7 +186,7 @@ struct OptionalPairTests {
       log.warnings.count == 1,
       "the error that came with the value must be passed to reportWarning, once")
     #expect(
-      log.warnings.first as? AddressEncodingError == .approximateMatch,
+      log.warnings.first as? AddressEncodingError == warning,
       "reportWarning must receive the error that came with the value, unchanged")
   }
 

@@ -111,7 +111,9 @@ struct RunningProcessesTests {
 
   static let resumeHint =
     "the continuation is not resumed when the program exits (resume it in the "
-    + "terminationHandler), or reading a pipe never reaches its end"
+    + "terminationHandler), or reading a pipe never reaches its end (a readabilityHandler "
+    + "waiting for its empty read at end of file may wait for ever: on Linux, Foundation "
+    + "does not always make that last call for a child process's pipe)"
 
   /// Runs `executable` with the learner's `run(_:arguments:)`, within a deadline.
   ///

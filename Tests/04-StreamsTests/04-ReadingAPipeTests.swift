@@ -168,6 +168,20 @@ private final class ScriptedHandle: FileHandle, @unchecked Sendable {
       }
     }
   }
+
+  /// Calls the handler once per piece, and once for the end of file if `end`, on the
+  /// calling thread, before returning.
+  func deliverNow(_ pieces: [Data], end: Bool) {
+    for piece in pieces + (end ? [Data()] : []) {
+      guard
+        let handler = state.withLock({ state -> (@Sendable (FileHandle) -> Void)? in
+          state.next = piece
+          return state.handler
+        })
+      else { return }
+      handler(self)
+    }
+  }
 }
 
 /// The same text, written in different pieces.
@@ -207,6 +221,7 @@ enum Pieces: String, CaseIterable, CustomStringConvertible {
 /// | the task is cancelled | — | the loop ends: `removesTheHandlerWhenTheTaskIsCancelled` | removed: `removesTheHandlerWhenTheTaskIsCancelled` | — |
 /// | the stream is dropped unread | — | — | removed: `removesTheHandlerWhenTheStreamIsDropped` | — |
 /// | a read error | — the handler reports none: an empty read is the end of file | | | |
+/// | two handles read at once | each its own lines, unfinished ones kept apart: `twoHandlesAtOnce` | — | — | — |
 /// | a second stream on one handle | — a handle has one readability handler: one stream at a time | | | |
 ///
 /// One test at a time: Foundation's readability handlers on Linux share a libdispatch event
@@ -271,6 +286,31 @@ struct ReadingAPipeTests {
           + "something handed each read, or the end of file, to a task of its own, and tasks "
           + "run in no promised order; a later read overtook an earlier one, or the end came "
           + "before the last lines"))
+  }
+
+  @Test("Two handles read at once keep their unfinished lines apart")
+  func twoHandlesAtOnce() async throws {
+    let first = ScriptedHandle()
+    let second = ScriptedHandle()
+    let firstLines = Streams.lines(from: first)
+    let secondLines = Streams.lines(from: second)
+    first.deliverNow([Data("ab".utf8)], end: false)  // A line the first has not finished,
+    second.deliverNow([Data("cd\n".utf8)], end: true)  // a whole one in the second,
+    first.deliverNow([Data("c\n".utf8)], end: true)  // and the rest of the first's.
+
+    let (one, two) = try await withDeadline(
+      .seconds(2), "two loops over lines(from:)", hint: endHint
+    ) {
+      var one: [String] = []
+      var two: [String] = []
+      for await line in firstLines { one.append(line) }
+      for await line in secondLines { two.append(line) }
+      return (one, two)
+    }
+    #expect(
+      one == ["abc"] && two == ["cd"],
+      "two handles read at once: the first sent \"ab\" then \"c\\n\", the second \"cd\\n\" in between, and the streams gave \(one) and \(two), not [\"abc\"] and [\"cd\"]: each stream keeps its own unfinished line; bytes kept anywhere two streams share mix their lines"
+    )
   }
 
   @Test("Keeps empty lines")

@@ -78,6 +78,9 @@ private final class FakePricing: TripPricing {
       }
     } catch is CancellationError {
       log.withLock { _ = $0.cancelled.insert(name) }
+      // A real request takes a moment to hang up once cancelled, and runs until it has:
+      // a call that cancels it but does not wait for it returns while it still runs.
+      await Task.detached { try? await Task.sleep(for: .milliseconds(300)) }.value
       throw CancellationError()
     }
   }
@@ -97,8 +100,9 @@ private let failureHint =
 /// | --- | --- | --- | --- |
 /// | both prices arrive, in either order | their sum: `addsBothPrices` | — | — |
 /// | both requests | — | each starts before the other ends: `asksForBothAtOnce` | the longer of the two, not the sum: `asksForBothAtOnce` |
-/// | one request fails | its error: `failureEndsBoth` | none still running after the call: `failureEndsBoth` | — the call may first wait for the request it awaits first (`async let` awaits in order) |
+/// | one request fails | its error: `failureEndsBoth` | none still running after the call, though a cancelled request takes 0.3 s to end: `failureEndsBoth` | — the call may first wait for the request it awaits first (`async let` awaits in order) |
 /// | one request fails while the other is still on its way | — | the other one cancelled, when the request awaited first fails (a group: whichever fails first); `async let` waits for the one it awaits first, so of the two orders of failure at least one must cancel: `failureCancelsTheOther` | — |
+/// | the same trip, another service | that service's sum: `asksEveryTime` | both asked again: `asksEveryTime` | — |
 /// | the caller is cancelled before the call | `CancellationError`: `cancelledBeforeTheCall` | none still running after the call: `cancelledBeforeTheCall` | — |
 /// | the caller is cancelled | `CancellationError`: `cancellingTheCallerCancelsBoth` | both see it: `cancellingTheCallerCancelsBoth` | — |
 /// | cancelled after it returned | — the requests have ended with the call | | |
@@ -212,6 +216,24 @@ struct TwoAtOnceTests {
       request still on its way, though its answer could only be thrown away; collecting \
       every outcome before throwing (a group of Results, waitForAll) waits for them all
       """)
+  }
+
+  @Test("Each call asks the pricing service it is given, for that trip, every time")
+  func asksEveryTime() async throws {
+    let cheap = FakePricing(flight: .price(99), hotel: .price(120))
+    let dear = FakePricing(flight: .price(410), hotel: .price(600))
+
+    let first = try await withDeadline(.seconds(2), "tripPrice(for:using:)", hint: priceHint) {
+      try await tripPrice(for: lisbon, using: cheap)
+    }
+    let second = try await withDeadline(.seconds(2), "tripPrice(for:using:)", hint: priceHint) {
+      try await tripPrice(for: lisbon, using: dear)
+    }
+
+    #expect(
+      (first, second) == (219, 1_010) && dear.log.value.started.count == 2,
+      "the same trip priced with two services gave \(first) and \(second), not 219 and 1010: every call asks its service for the current fare and rate; nothing is kept from one call for the next"
+    )
   }
 
   @Test("A caller cancelled before the call throws CancellationError and leaves no request running")

@@ -17,7 +17,7 @@ import WorkbookTesting
 /// | the rows of a file | each in its place: `readsRowByRow` | read one at a time, in the decode's own task: `readsRowByRow` | — |
 /// | the decode, while the main actor is held | every row read meanwhile: `theDecodeNeedsNoMainActor` | no part of it (a helper, a static method) needs the main actor | — |
 /// | `Photo` left on the main actor (its `Equatable` conformance then isolated) | — allowed: the starter promises nothing about comparing photos off the main actor | | |
-/// | a row that does not expand to the width | throws `badRow`, nothing shown or stored, spinner off: `badRowThrows` | — | — |
+/// | a row that does not expand to the width (too short, too long) | throws `badRow`, nothing shown or stored, spinner off: `badRowThrows` | — | — |
 /// | the opening task cancelled while decoding | throws `CancellationError`, nothing shown, spinner off: `cancellingStopsTheDecode` | — | the decode stops before the next row: `cancellingStopsTheDecode` |
 /// | the viewer released on the main actor (the screen closes) | its photo leaves the cache at once: `closingOnTheMainActorReleasesAtOnce` | the main actor, in place | — |
 /// | the viewer released last on another thread | its photo leaves the cache soon after: `releasedElsewhereCleansUpOnTheMainActor` | on the main actor, not on that thread: `releasedElsewhereCleansUpOnTheMainActor` | — |
@@ -59,16 +59,18 @@ struct WhereDoesThisRunTests {
     #expect(file.rowsRead == file.height, "the decode must read each row of the file once")
   }
 
-  @Test("A row that does not expand to the photo's width throws badRow, and nothing is shown")
-  func badRowThrows() async throws {
-    let file = ScriptedPhotoFile(height: 6, badRow: 2)
+  @Test(
+    "A row that does not expand to the photo's width throws badRow, and nothing is shown",
+    arguments: [false, true])
+  func badRowThrows(tooLong: Bool) async throws {
+    let file = ScriptedPhotoFile(height: 6, badRow: 2, badRowTooLong: tooLong)
     let outcome = try await withDeadline(.seconds(2), "open(_:named:)", hint: Self.openHint) {
       try await Self.open(file, named: "torn")
     }
 
     #expect(
       outcome.thrown == "\(PhotoDecodingError.badRow(2))",
-      "open(_:named:) must throw PhotoDecodingError.badRow(2) for the file's bad row 2, not \(outcome.thrown ?? "nothing")"
+      "open(_:named:) must throw PhotoDecodingError.badRow(2) for the file's bad row 2, which expands to \(tooLong ? "more" : "fewer") pixels than the photo is wide, not \(outcome.thrown ?? "nothing")"
     )
     #expect(
       outcome.state.shown == nil && outcome.state.stored == nil,
@@ -476,6 +478,8 @@ private final class ScriptedPhotoFile: PhotoFile {
   let width = 16
   let height: Int
   private let badRow: Int?
+  /// Whether the bad row expands to more pixels than the width, not fewer.
+  private let badRowTooLong: Bool
   private let beforeReturning: @Sendable (Int) -> Void
   private let reads = Locked<[String?]>([])
   private let readsUnderWay = Locked((now: 0, most: 0))
@@ -483,10 +487,12 @@ private final class ScriptedPhotoFile: PhotoFile {
   var mostReadsAtOnce: Int { readsUnderWay.value.most }
 
   init(
-    height: Int, badRow: Int? = nil, beforeReturning: @escaping @Sendable (Int) -> Void = { _ in }
+    height: Int, badRow: Int? = nil, badRowTooLong: Bool = false,
+    beforeReturning: @escaping @Sendable (Int) -> Void = { _ in }
   ) {
     self.height = height
     self.badRow = badRow
+    self.badRowTooLong = badRowTooLong
     self.beforeReturning = beforeReturning
   }
 
@@ -502,7 +508,7 @@ private final class ScriptedPhotoFile: PhotoFile {
     }
     defer { readsUnderWay.withLock { $0.now -= 1 } }
     beforeReturning(row)
-    if row == badRow { return [3, 0] }
+    if row == badRow { return badRowTooLong ? [UInt8(width), 0, 1, 0] : [3, 0] }
     return [UInt8(width / 2), grey(row), UInt8(width - width / 2), grey(row) &+ 100]
   }
 
