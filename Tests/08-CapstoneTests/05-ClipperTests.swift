@@ -459,7 +459,17 @@ struct ClipperTests {
     let listener = try SilentListener(receiveBuffer: 4_096)
     let alice = Session("alice", port: listener.port)
     defer { alice.run.cancel() }
-    await eventually("alice to connect") { listener.say("* welcome alice\n") }
+    guard await eventually({ listener.say("* welcome alice\n") || alice.ended.value }),
+      !alice.ended.value
+    else {
+      // It ended, or never connected: how is the other tests' to say, and this one's too.
+      try await alice.end("runClipper(…) before it connected", hint: endOfInputHint)
+      Issue.record(
+        listener.peerConnected()
+          ? "runClipper(…) returned though its input was still open"
+          : "runClipper(…) never connected to the server at port \(listener.port)")
+      return
+    }
     let line = String(repeating: "x", count: 1_000)
     let lines = 8_192
     let writer = alice.input.fileHandleForWriting
