@@ -86,6 +86,13 @@ struct DataTaskTests {
         #expect(
           String(decoding: data, as: UTF8.self) == statusBody(code),
           "the server answered \(code) with a body: return that body, unchanged")
+      case .failure(let error) where error is CancellationError:
+        Issue.record(
+          Comment(
+            rawValue: "the server answered \(code), and fetch(_:) threw \(error) though nobody "
+              + "cancelled this call: a cancel must belong to the call it was made for; one "
+              + "kept where the next calls find it (state shared beyond one call) cancels "
+              + "them too"))
       case .failure(let error):
         Issue.record(
           Comment(
