@@ -21,7 +21,7 @@ import WorkbookTesting
 /// | many callers at once: imports, and queries made again and again until they end, from several tasks | every photo of every import: `manyCallersAtOnce` | `manyCallersAtOnce` (a query that does not wait for the actor meets an add) | — | any task |
 /// | the import screen | its grid and its sidebar show the import: `screenShowsTheImport` | — | — | the main actor: `screenShowsTheImport` |
 /// | cancellation | — the catalog promises nothing for a cancelled import | | | |
-/// | an import that runs while another is half done (one of its reads held by the library's `holdReads(ofCamera:)`) | both return all their photos, and the counts hold both: `importWhileAnotherIsHalfDone` (an import that keeps its photos or counts in the catalog's state across its await loses the other's) | — | — | any task |
+/// | an import that runs while another is half done (one of its reads held by the library's `holdReads(ofCamera:)`; the second import must end while that read is still held: a catalog blocked by the first, concurrentPerform or a semaphore, makes it wait the hold's 5 s out) | both return all their photos, and the counts hold both: `importWhileAnotherIsHalfDone` (an import that keeps its photos or counts in the catalog's state across its await loses the other's) | — | — | any task |
 /// | a catalog no longer used | — created once at launch and kept: its release is not tested (a change handler that keeps it alive is harmless here) | | | |
 @Suite("10.5 A library that is not ready", .serialized)
 struct LibraryNotReadyTests {
@@ -297,14 +297,18 @@ struct LibraryNotReadyTests {
         }
         let secondPhotos = await catalog.importPhotos(second.map(\.file)).map(CatalogShot.init)
         let countsMeanwhile = await catalog.photoCountsByCamera()
+        // The held read gives up after 5 s: still waiting means the second import did not
+        // need the first one's read to end.
+        let stillHeld = hold.readsWaiting > 0
         hold.release()
         let firstPhotos = await firstImport.value
         return (
-          held, firstPhotos, secondPhotos, countsMeanwhile, await catalog.photoCountsByCamera()
+          held, firstPhotos, secondPhotos, countsMeanwhile, await catalog.photoCountsByCamera(),
+          stillHeld
         )
       }
     }
-    let (held, firstPhotos, secondPhotos, countsMeanwhile, counts) = outcome
+    let (held, firstPhotos, secondPhotos, countsMeanwhile, counts, stillHeld) = outcome
     let all = first.map(\.shot) + [slow]
 
     #expect(
@@ -312,6 +316,13 @@ struct LibraryNotReadyTests {
       Comment(
         rawValue: "the import never read its file of a \(slow.camera), so the test could not "
           + "hold it: importPhotos(_:) must read every file"))
+    #expect(
+      !held || stillHeld,
+      Comment(
+        rawValue: "an import made while another waited for one slow read could not run until "
+          + "that read gave up waiting (after 5 s): the catalog was held for the whole of the "
+          + "other import, by a wait on its own thread for the reads (concurrentPerform, a "
+          + "semaphore, a group's wait), not a suspension; every other caller waits with it"))
     #expect(
       secondPhotos == second.map(\.shot),
       Comment(
