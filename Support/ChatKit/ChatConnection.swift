@@ -100,6 +100,12 @@ public final class ChatConnection: @unchecked Sendable {
   /// do something next.
   var linesTakenForSending: Int { lock.withLock { linesTaken } }
 
+  /// For tests: a line that starts with this is held 20 ms on the calling thread before it
+  /// is queued, as a thread that is preempted at that moment would be. Lines sent one after
+  /// another, each once the one before has gone, keep their order; lines sent from several
+  /// tasks at once then overtake each other, as they may on any busy machine.
+  static let slowToQueuePrefix = "slow to queue: "
+
   /// A connection that calls its delegate and completion handlers on `callbackQueue`.
   public init(
     callbackQueue: DispatchQueue = DispatchQueue(label: "ChatKit.ChatConnection.callbacks")
@@ -180,6 +186,7 @@ public final class ChatConnection: @unchecked Sendable {
   /// operating system, or the error: ``ChatConnectionError/notConnected``,
   /// ``ChatConnectionError/invalidLine``, or whatever ended the connection first.
   public func send(_ line: String, completion: ((Error?) -> Void)? = nil) {
+    if line.hasPrefix(Self.slowToQueuePrefix) { usleep(20_000) }
     queue.async { [self] in
       let completion = completion ?? { _ in }
       guard state == .connected else {

@@ -96,7 +96,7 @@ private final class WarningProbe: Sendable {
 ///
 /// | path | result, error | warnings reported | thread, timing |
 /// | --- | --- | --- | --- |
-/// | (value, nil) | the value: `valueAlone` | none: `valueAlone` | inside the call, soon, later: `valueAlone` |
+/// | (value, nil) | the value: `valueAlone`; the empty line too, alone or with a warning: `emptyLineIsAValue` | none: `valueAlone` | inside the call, soon, later: `valueAlone` |
 /// | (nil, error) | the error, unchanged: `errorAlone` | none: `errorAlone` | — |
 /// | (value, error) | the value: `valueAndError` (an approximate match, and a service outage with a value) | the error, once: `valueAndError`; by the time the call returns, by the call itself: `warningReportedBeforeReturning` | — |
 /// | (nil, nil) | `EmptyEncoderReply`: `neither` | — | — |
@@ -134,6 +134,30 @@ struct OptionalPairTests {
 
     #expect(result == Self.encoded, "a value alone must be returned unchanged")
     #expect(log.warnings.isEmpty, "nothing went wrong, so there is nothing to report")
+  }
+
+  @Test(
+    "An empty line is a value like any other, alone or with a warning",
+    arguments: [AddressEncoder.Reply.value, .valueAndError(.approximateMatch)])
+  func emptyLineIsAValue(reply: AddressEncoder.Reply) async throws {
+    let encoder = AddressEncoder(reply: reply)
+    let log = WarningLog()
+
+    let outcome = await Result {
+      try await withDeadline(.seconds(2), Self.name, hint: Self.valueHint) {
+        try await encode("", using: encoder, reportWarning: log.report)
+      }
+    }
+
+    if case .failure(let error as DeadlineExceeded) = outcome { throw error }
+    let thrown: (any Error)? = if case .failure(let error) = outcome { error } else { nil }
+    #expect(
+      thrown == nil && (try? outcome.get()) == "",
+      """
+      the encoder answered an empty address with the empty line "" and \
+      encode(_:using:reportWarning:) \(thrown.map { "threw \($0)" } ?? "returned something else"): \
+      "" is a value the encoder sent, not a missing one; only nil means no value
+      """)
   }
 
   @Test("Throws the error when the handler gets only an error", arguments: scripts)

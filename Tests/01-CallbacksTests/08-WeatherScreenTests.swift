@@ -69,10 +69,10 @@ private let onTheMainQueue = CallbackScript(
 /// | conditions, forecast, radar | the screen, failure nil: `showsEverything` | conditions first, then forecast (5 days, its station) and radar, once each: `showsEverything` | — | any thread, inside the call, later: `showsEverything`; no main-actor trap: every test |
 /// | cached forecast + error (`.stale`, or any other) | shown with the error as warning: `cachedForecastShowsWithItsWarning` | — | — | — |
 /// | no radar map | shown without a map: `noRadar` | — | nothing arrives, nothing waited for: `noRadar` | — |
-/// | conditions error | its error, screen nil: `conditionsErrorFails` | nothing more asked: `conditionsErrorFails` | — | — |
+/// | conditions error | its error, screen nil: `conditionsErrorFails`; offline too, not turned into another: `conditionsOfflineFails` | nothing more asked: `conditionsErrorFails` | — | — |
 /// | forecast error | its error, screen nil: `forecastErrorFails` | — | — | — |
 /// | forecast (nil, nil) | `EmptyForecast`, screen nil: `emptyForecastFails` | — | — | — |
-/// | 300 progress values | — | — | all, once, in order, on the bar when refresh returns, none later: `progressReachesTheBar` (a `Task { @MainActor }` per value is allowed: Swift 6.3 puts such a task straight on the main queue, in the order made, as `DispatchQueue.main.async` does, so the values come in order and before the completion's resume; not caught: a radar started before the forecast (`async let`) whose last values are still queued for the main actor when refresh, already queued there, finds the radar done and returns: it takes the main actor busy at that very moment, seen once under ten busy loops) | reported inside the call, on another thread, or on the main queue: `progressReachesTheBar` |
+/// | 300 progress values | — | — | all, once, in order, on the bar when refresh returns, none later: `progressReachesTheBar` (a value equal to the one the bar already shows may be skipped: the bar looks the same; a `Task { @MainActor }` per value is allowed: Swift 6.3 puts such a task straight on the main queue, in the order made, as `DispatchQueue.main.async` does, so the values come in order and before the completion's resume; not caught: a radar started before the forecast (`async let`) whose last values are still queued for the main actor when refresh, already queued there, finds the radar done and returns: it takes the main actor busy at that very moment, seen once under ten busy loops) | reported inside the call, on another thread, or on the main queue: `progressReachesTheBar` |
 /// | slow SDK | — | — | — | the main actor stays free while the conditions wait: `leavesTheMainActorFree`; a radar 2.5 s late blocks no thread and not the main actor: `slowRadar` |
 /// | refreshed again | the newest outcome replaces the old one: `refreshingAgain` | the same city asked about again: `refreshingAgain` | — | — |
 /// | two refreshes at once | — the doc comment promises nothing for overlapping refreshes | | | |
@@ -250,6 +250,27 @@ struct WeatherScreenTests {
       without conditions there is no station to ask: after a conditions error refresh(city:) \
       must ask for nothing more, but it asked: \(client.events)
       """)
+  }
+
+  @Test(
+    "Whatever the conditions' error, it is the refresh's failure: offline is not an unknown city")
+  func conditionsOfflineFails() async throws {
+    let client = Sky.client()
+    client.isOnline = false
+    let model = WeatherScreenModel(client: client)
+
+    let shown = try await Self.refresh(
+      model, city: "London", hint: "the conditions' .failure case never resumes")
+
+    #expect(
+      shown.failure as? ForecastError == .offline,
+      """
+      the service was offline, so the conditions failed with offline, and refresh(city:) \
+      ended with \(String(describing: shown.failure)): the failure the screen shows must be \
+      the SDK's own error, whichever it is, not one made up in its place (try? turns every \
+      error into the same one)
+      """)
+    #expect(shown.screen == nil, "a refresh that failed must leave screen nil")
   }
 
   @Test(

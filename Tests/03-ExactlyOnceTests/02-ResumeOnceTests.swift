@@ -22,6 +22,7 @@ import WorkbookTesting
 /// | four threads report at the same moment, 200 times | one reading each time: `weighSurvivesSimultaneousRepeats` | one: `weighSurvivesSimultaneousRepeats` | released together: `weighSurvivesSimultaneousRepeats` |
 /// | weighed twice on one scale | each its own reading: `reuse` | a continuation per call: `reuse` | — |
 /// | `ResumeOnce`: value first, error first | the first wins: `firstResumeWins`, `firstErrorWins` | later calls return false, change nothing: `firstResumeWins`, `firstErrorWins` | — |
+/// | one resume from a thread of its own | the value: `resumedWithinTheCall` | true once it has resumed, not later: `resumedWithinTheCall` | inside the call, on the caller's thread: `resumedWithinTheCall` |
 /// | others call while the winner is inside `resume` | — | they find it taken: `othersCallWhileTheWinnerResumes` | held inside resume by a probe: `othersCallWhileTheWinnerResumes` |
 /// | a cancellation handler resumes while a callback does | one outcome: `onCancelWhileACallbackResumes` | one: `onCancelWhileACallbackResumes` | no deadlock: `onCancelWhileACallbackResumes` |
 /// | thousands of racing rounds; random threads and moments | — | exactly one winner per round: `racingThreads`, `randomThreadsAndMoments` | — |
@@ -191,6 +192,52 @@ struct ResumeOnceTests {
     #expect(
       accepted == [true, false],
       "resume must return true to the first call only, and false to every later one")
+  }
+
+  @Test("resume(returning:) has resumed the continuation by the time it returns true")
+  func resumedWithinTheCall() async throws {
+    // The waiting task prefers a ResumeGate, which notes on which thread, and when, the task
+    // is enqueued again: a resume made inside the call enqueues it on the calling thread
+    // before the call returns.
+    let gate = ResumeGate()
+    let resumer = Locked<pthread_t?>(nil)
+    let returned = Locked(false)
+    let enqueuedWithinTheCall = Locked<Bool?>(nil)
+    let accepted = Locked<Bool?>(nil)
+
+    let value = try await withDeadline(
+      .seconds(3), "a continuation wrapped in ResumeOnce", hint: Self.hint
+    ) {
+      await withTaskExecutorPreference(gate) {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
+          let once = ResumeOnce(continuation)
+          gate.arm {
+            let onTheResumer = resumer.value.map { pthread_equal($0, pthread_self()) != 0 }
+            enqueuedWithinTheCall.withLock { $0 = !returned.value && onTheResumer == true }
+            return true
+          }
+          Thread {
+            // Until this job ends, the task has not suspended yet.
+            gate.waitForJobs(1)
+            resumer.withLock { $0 = pthread_self() }
+            let result = once.resume(returning: 7)
+            returned.withLock { $0 = true }
+            accepted.withLock { $0 = result }
+          }.start()
+        }
+      }
+    }
+
+    #expect(value == 7 && accepted.value == true, "the one resume must win, with its value")
+    #expect(
+      enqueuedWithinTheCall.value == true,
+      """
+      resume(returning:) returned true before it had resumed the continuation: the resume \
+      was left to a task or a queue that runs later, on another thread. Its doc comment \
+      promises that true means "this call resumed it"; a resume left for later also has to \
+      wait for a free thread of the pool before the waiting task can go on, which a busy \
+      app may not have
+      """)
   }
 
   @Test(

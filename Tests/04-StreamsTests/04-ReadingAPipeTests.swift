@@ -215,7 +215,7 @@ enum Pieces: String, CaseIterable, CustomStringConvertible {
 ///
 /// | path | lines (count, order, content) | end | readability handler | thread, timing |
 /// | --- | --- | --- | --- | --- |
-/// | text read to end of file | every line, however it is cut into reads: `yieldsEveryLine`; in the order of the reads, even when tasks started on their thread run backwards: `keepsTheOrderOfReads`; a line across reads: `joinsALineCutIntoReads`; empty lines: `keepsEmptyLines`; a character cut in two: `keepsACharacterCutInTwo` | at end of file: `endsAtEndOfFile`; the text after the last line feed first: `yieldsTheLastLineWithoutALineFeed` | removed: `endsAtEndOfFile` | — reads arrive on Dispatch's threads, as the real handle calls |
+/// | text read to end of file | every line, however it is cut into reads: `yieldsEveryLine`; in the order of the reads, even when tasks started on their thread run backwards: `keepsTheOrderOfReads`; a line across reads: `joinsALineCutIntoReads`; empty lines: `keepsEmptyLines`; a character cut in two: `keepsACharacterCutInTwo`; spaces and tabs kept: `keepsLinesAsWritten` (a carriage return before the line feed is left open: dropping it is what many line readers do) | at end of file: `endsAtEndOfFile`; the text after the last line feed first: `yieldsTheLastLineWithoutALineFeed` | removed: `endsAtEndOfFile` | — reads arrive on Dispatch's threads, as the real handle calls |
 /// | 300 lines in one read, a slow loop | all of them: `everyLineOfABigRead` | — | — | — |
 /// | the loop breaks before end of file | — | — | removed: `removesTheHandlerWhenTheLoopBreaks` | — |
 /// | the task is cancelled | — | the loop ends: `removesTheHandlerWhenTheTaskIsCancelled` | removed: `removesTheHandlerWhenTheTaskIsCancelled` | — |
@@ -328,6 +328,21 @@ struct ReadingAPipeTests {
           : "the loop got \(withLineFeeds) as a line, line feeds and all: a read that brings "
             + "several line feeds holds several lines, and every one up to the last line feed "
             + "must be yielded; these stayed behind in the buffer until end of file"))
+  }
+
+  @Test("Keeps each line as it was written, its spaces and tabs included")
+  func keepsLinesAsWritten() async throws {
+    let feed = Feed()
+    let written = ["  indented", "trailing \t", "\tcolumn\tseparated", " "]
+    let lines = try await feed.read([written.joined(separator: "\n") + "\n"]).lines
+
+    #expect(
+      lines == written,
+      """
+      the lines written were \(written) and the loop got \(lines): a line is every byte up \
+      to its line feed, unchanged; trimming spaces or tabs changes what \
+      the process wrote (a column in a table, an indented block, a line that is one space)
+      """)
   }
 
   @Test("Yields the text after the last line feed as the last line")

@@ -69,7 +69,7 @@ private func numbers(
 ///
 /// | path | samples (count, order) | end | hub (receipts, running) | thread, timing |
 /// | --- | --- | --- | --- | --- |
-/// | nobody reads while the hub sends | the newest `capacity`, in order: `keepsTheNewestSamples` | — | each sample's receipt, kept or the one really lost: `keepsTheNewestSamples`; started before the call returns: `keepsTheNewestSamples` | inside `startMeasuring`, on its queue, later: `keepsTheNewestSamples` |
+/// | nobody reads while the hub sends | the newest `capacity`, in order: `keepsTheNewestSamples`; none with a capacity of 0: `roomForNone` | — | each sample's receipt, kept or the one really lost: `keepsTheNewestSamples`; started before the call returns: `keepsTheNewestSamples` | inside `startMeasuring`, on its queue, later: `keepsTheNewestSamples` |
 /// | samples keep coming, full or not, read or not | — | — | — | each receipt at once: the hub's thread never waits in the closure (asleep or blocked, measured by the thread's own scheduler statistics, so a busy machine does not count): `answersAtOnce` |
 /// | the hub's session ends | each sample received or reported lost: `endsAfterTheLastSample` | after the last sample: `endsAfterTheLastSample` | — | — |
 /// | the loop breaks | — | — | stopped at its next sample (`.closed`): `stopsTheHubWhenTheLoopBreaks` | — |
@@ -110,6 +110,26 @@ struct PressureTests {
       "while there is room, yield returns .enqueued(remaining:): answer .accepted(room: remaining)"
     )
     #expect(hub.lostSamples.map(\.number) == Array(1...7), because(evictedHint))
+  }
+
+  @Test("With room for none, no sample waits unread: each one nobody waits for is lost")
+  func roomForNone() async throws {
+    let hub = TelemetryHub(sampleCount: 5, script: .synchronously)
+
+    let stream = samples(from: hub, keepingNewest: 0)
+    let done = await eventually { hub.hasFinished }
+    try #require(
+      done, "the hub never finished its session: start it with startMeasuring(receive:completion:)")
+    let received = try await numbers(in: stream, from: hub)
+
+    #expect(
+      received.isEmpty && hub.lostSamples.map(\.number) == Array(1...5),
+      """
+      keepingNewest: 0 leaves room for no sample to wait unread, so with nobody reading, \
+      each of the 5 samples is lost and its receipt says so; but the loop still got \
+      \(received) afterwards and the hub was told of \(hub.lostSamples.count) lost. The \
+      capacity is the caller's limit, 0 included: do not raise it
+      """)
   }
 
   @Test(

@@ -17,6 +17,12 @@ private let transformFailHint =
   + "next() before starting more than `workers` transforms), or a stage downstream kept "
   + "waiting for more (the results must end however the workers' stage ends, error included)"
 
+private let failWhileRunningHint =
+  "element 2's transform threw while element 1's ran on (for a minute, unless cancelled), and "
+  + "the pipeline waited for it: waitForAll() waits for every child before it rethrows, and "
+  + "so does a loop that sets errors aside; take the workers' results with next() (or "
+  + "for try await), whose error ends the group at once and cancels the transforms left"
+
 private let onceHint =
   "each element must be transformed exactly once; read the source in one place, since a "
   + "sequence that several tasks iterate may give each of them every element"
@@ -119,7 +125,7 @@ private final class Activity: Sendable {
 ///
 /// | path | results (count, order) | end, error | stages (running after return) | concurrency |
 /// | --- | --- | --- | --- | --- |
-/// | a finite source | each transformed once, consumed once: `everyElementOnce`; in order with one worker: `oneWorkerKeepsOrder`; as they are ready with two: `resultsAsTheyAreReady` | returns after the last result: `finishingTheSourceEndsIt` | — | — |
+/// | a finite source | each transformed once, consumed once: `everyElementOnce`; in order with one worker: `oneWorkerKeepsOrder`; as they are ready with two, a free worker taking the next element at once: `resultsAsTheyAreReady` | returns after the last result: `finishingTheSourceEndsIt` | — | — |
 /// | an empty source | none: `emptySource` | returns at once: `emptySource` | — | — |
 /// | N workers | — | — | — | N transforms at once, never more: `fansOutToTheWorkers` |
 /// | a transform fails | — | its error: `failingTransform` | none: `failingTransform` | — |
@@ -128,7 +134,7 @@ private final class Activity: Sendable {
 /// | the caller is cancelled | — | `CancellationError`, not a clean end: `cancellation` | none, even with transforms slow to stop: `cancellation` | — |
 /// | slow transforms | — | — | — | the source read only as workers come free, at most `workers` + 1 ahead: `readsTheSourceAsWorkersFree` |
 /// | a slow consumer | — | — | — | one result consumed at a time: `consumesOneAtATime` |
-/// | a transform fails among the last ones of a finite source | — | its error: `lastTransformFails` | — | — |
+/// | a transform fails among the last ones of a finite source | — | its error: `lastTransformFails`; at once, while another still runs: `failureWhileAnotherRuns` | that other one cancelled: `failureWhileAnotherRuns` | — |
 /// | the source throws | — | its error, not a clean end: `sourceFails` | no transform running: `sourceFails` | — |
 /// | a second call | — each call owns its channels and tasks: nothing is shared to reuse | | | |
 @Suite("6.3 Pipelines")
@@ -162,18 +168,19 @@ struct PipelinesTests {
     #expect(activity.consumed.value == (1...30).map { $0 * 10 })
   }
 
-  @Test("A result ready first is consumed first, though its element came later")
+  @Test("A result ready first is consumed first, and a free worker takes the next element")
   func resultsAsTheyAreReady() async throws {
-    // Element 1's transform waits until the consumer has had element 2's result (or 3 s).
-    let secondConsumed = Locked(false)
+    // Element 1's transform waits until the consumer has had element 3's result (or 3 s):
+    // with two workers, the other one transforms 2, then 3, meanwhile.
+    let thirdConsumed = Locked(false)
     let consumed = Locked<[Int]>([])
 
     try await withDeadline(.seconds(5), "runPipeline(…)", hint: endHint) {
       try await runPipeline(
-        source: Numbers(1...2), workers: 2,
+        source: Numbers(1...3), workers: 2,
         transform: { element in
           if element == 1 {
-            for _ in 0..<300 where !secondConsumed.value {
+            for _ in 0..<300 where !thirdConsumed.value {
               try await Task.sleep(for: .milliseconds(10))
             }
           }
@@ -181,13 +188,51 @@ struct PipelinesTests {
         },
         consume: { result in
           consumed.withLock { $0.append(result) }
-          if result == 2 { secondConsumed.withLock { $0 = true } }
+          if result == 3 { thirdConsumed.withLock { $0 = true } }
         })
     }
 
+    let got = consumed.value
     #expect(
-      consumed.value == [2, 1],
-      "with two workers, element 2's result was ready while element 1's transform still ran, but the consumer got \(consumed.value): results must reach the consumer in the order they are ready, not in the source's order (one slow element must not hold back the others)"
+      got == [2, 3, 1],
+      Comment(
+        rawValue: got.first == 1
+          ? "with two workers, element 2's result was ready while element 1's transform still ran, but the consumer got \(got): results must reach the consumer in the order they are ready, not in the source's order (one slow element must not hold back the others)"
+          : "with two workers, element 1's transform ran long, and the consumer got \(got): the worker that finished element 2 was free, so it must take element 3 at once (a worker that waits for the other one's element, as in a batch, leaves the pool idle behind one slow element)"
+      ))
+  }
+
+  @Test("A transform that fails while another runs on ends the pipeline at once, cancelling it")
+  func failureWhileAnotherRuns() async throws {
+    // Element 1's transform would run a minute unless cancelled; element 2's fails at once.
+    // The source has ended by then, so this is the pipeline's last stretch.
+    let firstCancelled = Locked(false)
+    let outcome = await Result {
+      try await withDeadline(.seconds(5), "runPipeline(…)", hint: failWhileRunningHint) {
+        try await runPipeline(
+          source: finishedSource(1...2), workers: 2,
+          transform: { element in
+            if element == 2 {
+              try await Task.sleep(for: .milliseconds(20))
+              throw Boom(tag: 2)
+            }
+            do {
+              try await Task.sleep(for: .seconds(60))
+            } catch {
+              firstCancelled.withLock { $0 = true }
+              throw error
+            }
+            return element
+          },
+          consume: { _ in })
+      }
+    }
+
+    if case .failure(let error as DeadlineExceeded) = outcome { throw error }
+    let failure: (any Error)? = if case .failure(let error) = outcome { error } else { nil }
+    #expect(
+      (failure as? Boom) == Boom(tag: 2) && firstCancelled.value,
+      "element 2's transform threw Boom(tag: 2) while element 1's still ran, and runPipeline \(failure.map { "threw \($0)" } ?? "returned normally")\(firstCancelled.value ? "" : ", without cancelling element 1's transform"): the first error must end the pipeline at once and cancel the transforms still running"
     )
   }
 

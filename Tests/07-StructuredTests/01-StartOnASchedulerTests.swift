@@ -1,5 +1,6 @@
 import CoroutineKit
 import Dispatch
+import Foundation
 import Testing
 import WorkbookTesting
 
@@ -24,6 +25,11 @@ private func later(
   return promise
 }
 
+/// Keeps the calling thread (and whatever actor runs on it) busy for `seconds`.
+private func holdThisThread(seconds: Double) {
+  Thread.sleep(forTimeInterval: seconds)
+}
+
 /// Lets the main actor run other jobs `times` times: it returns only while the main actor is
 /// free.
 @MainActor private func yieldTheMainActor(times: Int) async {
@@ -38,10 +44,10 @@ private func later(
 /// | the name arrives, late or at once | `Loading…` at once, then the name: `showsTheName` | — | — |
 /// | the lookup fails, or its future is cancelled by the lookup | `Unavailable`: `showsUnavailable` | — | — |
 /// | the same id loaded again, after a failure | `Loading…`, then the new answer: `sameIdAgain` | a new lookup: `sameIdAgain` | — |
-/// | a lookup pending | — | — | the main actor stays free: `mainActorStaysFree` |
+/// | a lookup pending | — | — | the main actor stays free: `mainActorStaysFree`; nothing wakes up to look meanwhile: `waitsWithoutPolling` |
 /// | the load is cancelled while pending | nothing changes after: `cancellingCancelsTheLookup` | cancelled: `cancellingCancelsTheLookup` | — |
 /// | cancelled after the future succeeded, before the name is shown | nothing changes: `cancelledAfterSuccess` | — | — |
-/// | a second load before the first ends | only the newer answer shows: `newLoadWins` | the first cancelled: `newLoadWins` | — |
+/// | a second load before the first ends | only the newer answer shows: `newLoadWins`; even when the first's answer came just before, while the main actor was taken: `answerJustBeforeANewerLoad` | the first cancelled: `newLoadWins` | the check and the write in one main-actor step: `answerJustBeforeANewerLoad` |
 /// | the answer shown by a `Task { @MainActor }` of its own, after the load's task ended | — not caught: on the one main actor, that task runs before anything the test does once the load's task has ended (its jobs run in the order they came), so awaiting the load shows the answer; only a cancel from another thread, in that instant, would see the late write |
 /// | three loads, the first over before the third | the replaced loads change nothing, the third's answer shows: `everyLoadCancelsTheOneBefore` | the first's task and the second's lookup cancelled: `everyLoadCancelsTheOneBefore` | — |
 /// | cancelled after it ended | — the task has ended: nothing left to cancel | | |
@@ -207,6 +213,57 @@ struct StartOnASchedulerTests {
       (keep its task, and cancel it)
       """)
     #expect(slow.isCanceled, "the new load should cancel the previous load's future")
+  }
+
+  @Test("An answer that came just before a newer load never shows, wherever the load waited")
+  func answerJustBeforeANewerLoad() async throws {
+    let ada = CoPromise<String>()
+    let grace = CoPromise<String>()
+    let screen = ProfileScreen { id in id == "ada" ? ada : grace }
+
+    let first = screen.load("ada")
+    // Let the load reach its wait; then the answer comes, on this thread, and the main actor
+    // stays taken for a moment: long enough for work on other threads to look at the load,
+    // find it not cancelled, and queue its write for the main actor.
+    for _ in 0..<10 { await Task.yield() }
+    ada.success("Ada Lovelace")
+    holdThisThread(seconds: 0.3)
+    // The newer load cancels the first before the main actor is free again.
+    let second = screen.load("grace")
+    _ = try await withDeadline(
+      .seconds(2), "the first load(\"ada\")",
+      hint: "load() must cancel the previous load's task, and that task must end"
+    ) { await first.value }
+    for _ in 0..<10 { await Task.yield() }
+
+    #expect(
+      screen.status == "Loading…",
+      "load(\"ada\")'s answer came, then load(\"grace\") replaced it before the main actor was free, and the screen showed \"\(screen.status)\": a load must decide whether it was cancelled and write the screen in one step on the main actor (a check made on another thread, followed by a hop to the main actor to write, lets a newer load slip in between)"
+    )
+    second.cancel()
+  }
+
+  @Test("Waits for the answer without looking again and again")
+  func waitsWithoutPolling() async throws {
+    let promise = CoPromise<String>()
+    let screen = ProfileScreen { _ in promise }
+    let task = screen.load("ada")
+
+    // Nothing happens until the process has had a quiet half second (the other tests of the
+    // suite end within about a second) or four have passed.
+    try await Task.sleep(for: .milliseconds(150))
+    let wakeups = await IdleWatch.fewestWakeups(
+      in: .milliseconds(500), within: .seconds(4), atMost: 40)
+    promise.success("Ada Lovelace")
+    try await withDeadline(.seconds(2), "load(\"ada\")", hint: loadHint) { await task.value }
+
+    #expect(screen.status == "Ada Lovelace")
+    if let wakeups {
+      #expect(
+        wakeups <= 40,
+        "the process woke up at least \(wakeups) times in every half second in which the lookup was pending (an idle process: about 10): something looks at the future over and over (a loop around future.result and Task.sleep) instead of waiting for whenComplete to call back; on a phone, a loop that looks keeps the CPU awake and drains the battery"
+      )
+    }
   }
 
   @Test("Every load cancels the one before it, even after an older one has ended")

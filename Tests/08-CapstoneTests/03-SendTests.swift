@@ -12,8 +12,8 @@ import WorkbookTesting
 /// | --- | --- | --- | --- |
 /// | a valid line | returns once on its way: `sentLinesArrive` | stays open | in order: `sentLinesArrive`, 200 in a row: `manySendsInOrder`; suspends, and does not poll for a completion 1.5 s late: `sendSuspends`; a completion 2.5 s late holds no thread of any task: `slowCompletion` |
 /// | exactly 1024 bytes (ASCII or not) | returns, delivered: `lengthLimit` | stays open | — |
-/// | 1025 bytes, or a newline | `.invalidLine`: `lengthLimit`, `invalidLineThrows` | stays open, the next line goes: `invalidLineThrows` | — |
-/// | before joining | `.notConnected`, unchanged: `sendBeforeConnectThrows` | — | — |
+/// | 1025 bytes, or a newline (inside or at the end) | `.invalidLine`: `lengthLimit`, `invalidLineThrows` | stays open, the next line goes: `invalidLineThrows` | — |
+/// | before joining | `.notConnected`, unchanged, for an empty line too: `sendBeforeConnectThrows` | — | — |
 /// | after `disconnect()` | the connection's error: `sendAfterDisconnectThrows` | — | — |
 /// | waiting to go out when `disconnect()` comes | throws (the legacy `.cancelled`), never returns: `cutOffByDisconnect` | — | — |
 /// | an invalid line in a cancelled task | throws, `CancellationError` or `.invalidLine`, never returns: `cancelledInvalidLineThrows` | — | — |
@@ -78,28 +78,34 @@ struct SendTests {
     connection.disconnect()
   }
 
-  @Test("Sending before joining throws .notConnected")
-  func sendBeforeConnectThrows() async throws {
+  @Test("Sending before joining throws .notConnected, an empty line too", arguments: ["hello", ""])
+  func sendBeforeConnectThrows(line: String) async throws {
     let connection = ChatConnection()
 
     let error = await #expect(
       throws: ChatConnectionError.self,
       Comment(
         rawValue: "sending before joining must throw the connection's error (.notConnected): the "
-          + "completion's error was swallowed, or never waited for")
+          + "completion's error was swallowed, or never waited for"
+          + (line.isEmpty
+            ? ", or the empty line was never handed to the connection: it is a line like any "
+              + "other, for the connection to judge"
+            : ""))
     ) {
       try await withDeadline(
         .seconds(2), "send(_:) before connecting",
         hint: "the completion's error path never resumes the continuation"
       ) {
-        try await connection.send("hello")
+        try await connection.send(line)
       }
     }
     #expect(error == .notConnected, "throw the connection's own error, unchanged")
   }
 
-  @Test("A line with a newline in it throws .invalidLine, and the next line still goes")
-  func invalidLineThrows() async throws {
+  @Test(
+    "A line with a newline in it, or at its end, throws .invalidLine, and the next line still goes",
+    arguments: ["two\nlines", "one line\n"])
+  func invalidLineThrows(line: String) async throws {
     let server = try startedServer()
     defer { server.stop() }
     let bob = try await join(server, as: "bob")
@@ -109,14 +115,15 @@ struct SendTests {
     let error = await #expect(
       throws: ChatConnectionError.self,
       Comment(
-        rawValue: "a line with a newline must throw the connection's error (.invalidLine): the "
-          + "completion's error was swallowed, or never waited for")
+        rawValue: "\(line.debugDescription) has a newline, so it must throw the connection's error "
+          + "(.invalidLine): the completion's error was swallowed, or never waited for, or the "
+          + "line was changed (a newline trimmed) before it was sent")
     ) {
       try await withDeadline(
-        .seconds(2), "send(\"two\\nlines\")",
+        .seconds(2), "send(\(line.debugDescription))",
         hint: "the completion's error path never resumes the continuation"
       ) {
-        try await connection.send("two\nlines")
+        try await connection.send(line)
       }
     }
     #expect(error == .invalidLine, "throw the connection's own error, unchanged")

@@ -1,9 +1,9 @@
-import ChatKit
 import Foundation
 import Testing
 import WorkbookTesting
 
 @testable import Capstone
+@testable import ChatKit
 
 /// A clipper command run in a task, with its input pipe and what it printed.
 private struct Session {
@@ -135,11 +135,11 @@ private let endOfInputHint =
 ///
 /// | path | result, error | resources: connection, tasks, input | output, order, timing |
 /// | --- | --- | --- | --- |
-/// | joined, lines both ways | — | — | the greeting first: `printsGreeting`; every line: `printsIncomingLines`, in order, before it returns, with a slow `output`, on one thread and on the shared pool (where a loop in a task it does not wait for runs beside it): `printsInOrderAndInTime`; each typed line sent as typed, and not printed: `sendsInputLines` |
-/// | end of input | returns: `endOfInputReturns` | hangs up after the last line: `endOfInputReturns`; 100 lines, all sent in order first, whenever a task runs: `sendsEverythingBeforeLeaving`; 8 MiB to a server slow to read, all sent first: `waitsForASlowServer` | — |
+/// | joined, lines both ways | — | — | the greeting first: `printsGreeting`; every line: `printsIncomingLines`, in order, before it returns, with a slow `output`, on one thread and on the shared pool (where a loop in a task it does not wait for runs beside it): `printsInOrderAndInTime`; each typed line sent as typed (spaces and tabs kept), and not printed: `sendsInputLines` |
+/// | end of input | returns: `endOfInputReturns` | hangs up after the last line: `endOfInputReturns`; 100 lines, all sent in order first, whenever a task runs: `sendsEverythingBeforeLeaving`; typed together, every other one slow to queue, in order: `keepsTheOrderTyped`; 8 MiB to a server slow to read, all sent first: `waitsForASlowServer` | — |
 /// | the server closes | `ClipperError.serverGone`, though input is open: `serverLossThrows` | the input side stops: not checked apart from the run ending (8.6 checks its input stream ends, `inputTerminated`) | — |
 /// | the connection is reset | `ClipperError.serverGone`: `resetIsServerGone` | the input side stops: as for the server closing | — |
-/// | a line too long | goes on: `longLineGoesOn` | — | reported with `output`: `longLineGoesOn` |
+/// | a line too long | goes on: `longLineGoesOn`, `limitInBytes` | — | reported with `output`: `longLineGoesOn`; 1025 bytes in 513 characters reported, exactly 1024 bytes sent: `limitInBytes` |
 /// | connect fails | the connection's error, unchanged: `takenNameThrows` | — | the others hear nothing of it: `takenNameThrows` |
 /// | cancelled while connecting | ends: `cancelling` | the socket hangs up: `cancelling` | — |
 /// | cancelled while chatting | ends, returning or throwing: `cancelling` | hangs up: `cancelling` | — |
@@ -206,10 +206,15 @@ struct ClipperTests {
     await eventually("bob to receive alice's first line while her input is open") {
       bob.recorder.lines.value.contains("alice: hello")
     }
-    alice.input.write("world\n")
-    await eventually("bob to receive alice's second line") {
-      bob.recorder.lines.value.contains("alice: world")
+    alice.input.write("  world, spaced out \t\n")
+    let spacedLine = "alice:   world, spaced out \t"
+    let asTyped = await eventually(within: .seconds(2)) {
+      bob.recorder.lines.value.contains(spacedLine)
     }
+    #expect(
+      asTyped,
+      "alice typed \"  world, spaced out \\t\" and bob received \(bob.recorder.lines.value.filter { $0.hasPrefix("alice:") }.dropFirst()): a typed line is sent as it was typed, its spaces and tabs included; trimming it changes what she wrote"
+    )
     try alice.input.fileHandleForWriting.close()
     try await alice.end(
       "runClipper(…) after its input ended",
@@ -275,6 +280,41 @@ struct ClipperTests {
           : "the over-long line was not sent, and nothing told the user: a line that cannot "
             + "be sent must be reported with output (the user would think it was sent), and "
             + "the chat goes on"))
+    try alice.input.fileHandleForWriting.close()
+    try await alice.end("runClipper(…) after its input ended", hint: endOfInputHint)
+  }
+
+  @Test(
+    "The limit is 1024 bytes, not characters: a line of exactly 1024 goes, one of 1025 does not")
+  func limitInBytes() async throws {
+    let server = try startedServer()
+    defer { server.stop() }
+    let bob = try await join(server, as: "bob")
+    let alice = Session("alice", server: server)
+    defer { alice.run.cancel() }
+    await alice.joins(server, as: "alice")
+
+    // 512 two-byte characters: 1024 bytes. One more byte makes 1025 bytes in 513 characters.
+    let longest = String(repeating: "é", count: ChatServer.maximumLineLength / 2)
+    let printedBefore = alice.printed.value.count
+    alice.input.write(longest + "\n")
+    alice.input.write(longest + "x\n")
+    alice.input.write("still here\n")
+    let arrived = await eventually(within: .seconds(3)) {
+      bob.recorder.lines.value.contains("alice: still here")
+    }
+    let received = bob.recorder.lines.value
+    #expect(
+      arrived && received.contains("alice: " + longest),
+      Comment(
+        rawValue: !received.contains("alice: " + longest)
+          ? "alice typed a line of exactly \(ChatServer.maximumLineLength) bytes (512 \"é\"), and bob never received it: the limit allows 1024 bytes, so that line must go (a check of its own that uses < instead of <=, or counts something else, refuses it); leave the judging to send, which throws .invalidLine"
+          : "after a line of 1025 bytes, but only 513 characters, bob never received the next line: that line is too long in bytes, which is what the limit counts; send throws .invalidLine for it, which is reported, and the chat goes on"
+      ))
+    #expect(
+      alice.printed.value.count == printedBefore + 1,
+      "of the two lines near the limit, only the one of 1025 bytes is too long, so exactly one notice must be printed; clipper printed \(alice.printed.value.dropFirst(printedBefore))"
+    )
     try alice.input.fileHandleForWriting.close()
     try await alice.end("runClipper(…) after its input ended", hint: endOfInputHint)
   }
@@ -450,6 +490,38 @@ struct ClipperTests {
           + " before she hung up: at the end of input every line typed must already be on its "
           + "way, in the order typed (a send still to be made when the command hangs up is "
           + "lost, and a send handed to a task of its own may be just that)"))
+  }
+
+  @Test("Lines typed together are sent in the order typed, however long each takes to queue")
+  func keepsTheOrderTyped() async throws {
+    let server = try startedServer()
+    defer { server.stop() }
+    let bob = try await join(server, as: "bob")
+    let alice = Session("alice", server: server)
+    defer { alice.run.cancel() }
+    await alice.joins(server, as: "alice")
+
+    // Every other line is held 20 ms on its way into the connection (ChatConnection's test
+    // hook), as a preempted thread would be: sends made one after another keep the order
+    // typed; sends made from several tasks at once let the next line overtake.
+    let lines = (1...20).map {
+      $0 % 2 == 1 ? ChatConnection.slowToQueuePrefix + "line \($0)" : "line \($0)"
+    }
+    alice.input.write(lines.map { $0 + "\n" }.joined())
+    let expected = lines.map { "alice: " + $0 }
+    _ = await eventually(within: .seconds(5)) {
+      bob.recorder.lines.value.filter { $0.hasPrefix("alice: ") }.count >= lines.count
+    }
+    let received = bob.recorder.lines.value.filter { $0.hasPrefix("alice: ") }
+    let fault = EventOrder.fault(received: received, expected: expected)
+    #expect(
+      fault == nil,
+      Comment(
+        rawValue:
+          "alice typed 20 lines at once, and bob received them wrong: \(fault.map { "\($0)" } ?? ""). Each line must be sent once the one before it has gone, in the order typed; sends made from several tasks at once (a child task or a Task per line) overtake each other whenever one of them is slow to start"
+      ))
+    try alice.input.fileHandleForWriting.close()
+    try await alice.end("runClipper(…) after its input ended", hint: endOfInputHint)
   }
 
   @Test("With a server slow to read, every line typed is sent before it hangs up")

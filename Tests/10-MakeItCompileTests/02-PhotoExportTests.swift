@@ -14,7 +14,7 @@ import WorkbookTesting
 /// | path | photos | progress | options | thread, isolation |
 /// | --- | --- | --- | --- | --- |
 /// | `exportPhotos(_:options:pipeline:progress:completion:)` | every one, in order, once: `callbackExportReturnsEveryPhoto`; in order when the last finishes first: `photosRunTogetherAndCountAsTheyGo`; none lost when two workers store at the same instant: `callbackExportKeepsPhotosOfWorkersThatFinishTogether`; none lost when many store quickly, one after another: `callbackExportKeepsEveryPhotoOfALongExport` | each counted once by the completion: `callbackExportReturnsEveryPhoto`; as soon as it is done, in the order counted: `photosRunTogetherAndCountAsTheyGo`; none lost when two count at the same instant: `callbackExportKeepsPhotosOfWorkersThatFinishTogether`; none lost when many count quickly, one after another, and each counted before its worker thread takes its next photo: `callbackExportKeepsEveryPhotoOfALongExport` | those it was given: `callbackExportReturnsEveryPhoto` | returns at once, completion later, not on the caller's thread: `callbackExportReturnsAtOnce`; completion on a background queue: `callbackExportReturnsEveryPhoto`; pipeline off the main actor: `mainActorStaysResponsive` |
-/// | `exportPhotos(_:options:pipeline:progress:) async` | every one, in order: `asyncExportReturnsEveryPhoto`; in order when the last finishes first: `photosRunTogetherAndCountAsTheyGo` | each counted once by the return: `asyncExportReturnsEveryPhoto`; as soon as it is done: `photosRunTogetherAndCountAsTheyGo` | those it was given: `asyncExportReturnsEveryPhoto` | off the caller's actor (called from the main actor): `mainActorStaysResponsive` |
+/// | `exportPhotos(_:options:pipeline:progress:) async` | every one, in order: `asyncExportReturnsEveryPhoto`; in order when the last finishes first: `photosRunTogetherAndCountAsTheyGo` | each counted once by the return: `asyncExportReturnsEveryPhoto`; as soon as it is done: `photosRunTogetherAndCountAsTheyGo`; on the workers, not the main actor, both exports: `countsWithoutTheMainActor`; photos that share a name each counted: `photosOfTheSameName` (counted in the loop that collects the children's results instead of in each child is allowed: each photo is still counted as its result comes back, later only by the time the collecting task takes to run) | those it was given: `asyncExportReturnsEveryPhoto` | off the caller's actor (called from the main actor): `mainActorStaysResponsive` |
 /// | `PhotoExportModel.startExport(_:)` | in `exported` when its task ends: `modelSetsProgressAndPhotos` | `progress` set before it returns, complete at the end; a new one for the next export, counting its photos only: `modelSetsProgressAndPhotos` | as they were when it started, whatever the sheet edits meanwhile: `sheetEditsDoNotReachARunningExport`; the next export uses the edits: `sheetEditsDoNotReachARunningExport` | returns at once, the main actor keeps running jobs while the pipeline works: `mainActorStaysResponsive` |
 /// | several exports at once, both APIs, one pipeline, with the pool check off so that the callback exports' workers overlap | each its own photos, none lost, none taken from another export: `manyExportsAtOnce` | each its own, none lost or doubled, never going back, read meanwhile from another thread: `manyExportsAtOnce` | — each export's own, as above | completion called once each: `manyExportsAtOnce` (a second call after the test has ended would go unseen: nothing in the fix adds one) |
 /// | an export started while another waits for its last photo, through each API (on two cores or more) | each its own, in order: `exportStartedWhileAnotherRuns` | each its own, complete: `exportStartedWhileAnotherRuns` | each its own: `exportStartedWhileAnotherRuns` | the second does not wait for the first: `exportStartedWhileAnotherRuns` |
@@ -609,6 +609,70 @@ struct PhotoExportTests {
             + "own (a local, or an object it makes when it starts), not in a global, a static or "
             + "a property that every export shares"))
     }
+  }
+
+  @Test("Both exports count photos on their workers, even while the main actor is busy")
+  nonisolated func countsWithoutTheMainActor() async throws {
+    let photos = makePhotos(4)
+    let options = PhotoExportOptions(maxSide: 2)
+    let pipeline = await MainActor.run { ExportTestPipeline().make() }
+    let asyncProgress = PhotoExportProgress(total: photos.count)
+    let callbackProgress = PhotoExportProgress(total: photos.count)
+    // The main actor is taken for up to three seconds, or until both exports have returned
+    // and their counts are read. The test blocks it on purpose, so the pool check is off.
+    let mainFree = Locked(false)
+    let mainTaken = Locked(false)
+    let mainGivenBack = Locked(false)
+    DispatchQueue.main.async {
+      mainTaken.withLock { $0 = true }
+      let start = ContinuousClock.now
+      while !mainFree.value && ContinuousClock.now - start < .seconds(3) { usleep(1000) }
+      mainGivenBack.withLock { $0 = true }
+    }
+    _ = await eventually { @Sendable in mainTaken.value }
+    let (whileTaken, asyncCounted, callbackCounted) = try await withoutPoolCheck {
+      @Sendable in
+      try await withDeadline(
+        .seconds(6), "both exports while the main actor is busy", checksPool: false
+      ) {
+        _ = await exportPhotos(
+          photos, options: options, pipeline: pipeline, progress: asyncProgress)
+        _ = await withCheckedContinuation { continuation in
+          exportPhotos(
+            photos, options: options, pipeline: pipeline, progress: callbackProgress
+          ) { continuation.resume(returning: $0) }
+        }
+        let counts = (asyncProgress.exported.count, callbackProgress.exported.count)
+        let whileTaken = !mainGivenBack.value
+        mainFree.withLock { $0 = true }
+        return (whileTaken, counts.0, counts.1)
+      }
+    }
+    mainFree.withLock { $0 = true }
+
+    #expect(
+      whileTaken && asyncCounted == photos.count && callbackCounted == photos.count,
+      Comment(
+        rawValue: whileTaken
+          ? "the exports returned while the main actor was busy, having counted \(asyncCounted) (async) and \(callbackCounted) (callback) of \(photos.count) photos: each photo is counted on the worker that exported it, as soon as it is done"
+          : "the exports could not end while the main actor was busy (for three seconds): something in them waits for the main actor. The progress is counted on the workers that export the photos, synchronously (photoExported says so); the screen reads it from wherever it is"
+      ))
+  }
+
+  @Test("An export whose photos share a name still counts every one of them")
+  func photosOfTheSameName() async throws {
+    let photos = makePhotos(3).map { PhotoToExport(name: "IMG_0001", pixels: $0.pixels) }
+    let options = PhotoExportOptions(maxSide: 2)
+    let pipeline = ExportTestPipeline().make()
+    let progress = PhotoExportProgress(total: photos.count)
+    _ = try await withDeadline(.seconds(5), "exportPhotos(_:options:pipeline:progress:) async") {
+      await exportPhotos(photos, options: options, pipeline: pipeline, progress: progress)
+    }
+
+    #expect(
+      progress.fractionDone == 1,
+      "three photos named IMG_0001 (from three albums, say) were exported, and the progress stands at \(progress.fractionDone): every photo counts, whatever its name, so an export that is over shows 1"
+    )
   }
 
   @Test("An export of no photos finishes at once, with nothing to show")
