@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 // A photo-metadata library from before Swift's concurrency checking (exercise 10.5): built in
 // the Swift 5 language mode, and it says nothing about `Sendable`. One of its types is safe
@@ -93,6 +94,25 @@ public struct ExifReadHold: Sendable {
 /// (This fake keeps working when it is misused, so that tests can report the mistake, and
 /// counts each time a thread came in while another thread was inside: ``concurrentEntries``.)
 public final class MetadataIndex {
+  /// Test support: called at the start of every ``add(_:forPhoto:)``, of every index, on
+  /// the thread that adds, until ``AddWatch/end()``: a test sees where adds run.
+  public static func watchAdds(_ body: @escaping @Sendable () -> Void) -> AddWatch {
+    let id = addWatchers.withLock { watchers in
+      let id = (watchers.keys.max() ?? 0) + 1
+      watchers[id] = body
+      return id
+    }
+    return AddWatch(id: id)
+  }
+
+  /// Ends a ``watchAdds(_:)``.
+  public struct AddWatch: Sendable {
+    let id: Int
+    public func end() { _ = MetadataIndex.addWatchers.withLock { $0.removeValue(forKey: id) } }
+  }
+
+  fileprivate static let addWatchers = Mutex<[Int: @Sendable () -> Void]>([:])
+
   private let storage = NSLock()
   private var records: [String: ExifRecord] = [:]
 
@@ -105,6 +125,7 @@ public final class MetadataIndex {
   /// Adds the record of the photo named `name`, replacing any it had, then calls
   /// ``changeHandler``.
   public func add(_ record: ExifRecord, forPhoto name: String) {
+    MetadataIndex.addWatchers.withLock { $0 }.values.forEach { $0() }
     photoMetadataEntries.enter(lingering: .milliseconds(10))
     defer { photoMetadataEntries.leave() }
     storage.lock()

@@ -22,6 +22,7 @@ import WorkbookTesting
 /// | many uploads at once, retries in between | every album complete, upload IDs all different: `manyUploadsAtOnce` | each line its own album's ID: `manyUploadsAtOnce` | every refused album retried as sent: `manyUploadsAtOnce` | no data race (Thread Sanitizer): `manyUploadsAtOnce` |
 /// | many sends at once | — | — | — | one post at a time: `manyUploadsAtOnce` |
 /// | albums uploaded at the same time instead of one after the other | — the outbox serializes the sends, so only the upload IDs' order could show it, and that order holds by chance as often as not: not testable every run | | | |
+/// | the upload ID read from the outbox in a second call after `send` | — not caught: another caller's send must reach the outbox in the instant between the two calls. A test that queued a second upload's send while the first one's post was still running saw the first caller's second call served before it (the task that has just left the outbox gets back in first), so nothing the test owns lies in that gap | | | |
 /// | the caller uses the form after the hand-off | — the compiler refuses it: `sending` and region checks are the runner's compile check | | | |
 @Suite("10.3 Sending values")
 struct SendingValuesTests {

@@ -19,7 +19,7 @@ import WorkbookTesting
 /// | a photo imported again | its new record replaces the old, counted once: `importingAgainReplaces` | — | — | — |
 /// | a photo imported again with another camera's record | — the legacy code recounts only the new camera, so the old one keeps a stale count; the starter does the same, and the lesson is the compile fix, not this count | | | |
 /// | many callers at once: imports, and queries made again and again until they end, from several tasks | every photo of every import: `manyCallersAtOnce` | `manyCallersAtOnce` (a query that does not wait for the actor meets an add) | — | any task |
-/// | the import screen | its grid and its sidebar show the import: `screenShowsTheImport` | — | — | the main actor: `screenShowsTheImport` |
+/// | the import screen | its grid and its sidebar show the import: `screenShowsTheImport` | — | — | the main actor: `screenShowsTheImport`; the index's adds never on it, from the screen or a background task: `indexesOffTheMainActor` |
 /// | cancellation | — the catalog promises nothing for a cancelled import | | | |
 /// | an import that runs while another is half done (one of its reads held by the library's `holdReads(ofCamera:)`; the second import must end while that read is still held: a catalog blocked by the first, concurrentPerform or a semaphore, makes it wait the hold's 5 s out) | both return all their photos, and the counts hold both: `importWhileAnotherIsHalfDone` (an import that keeps its photos or counts in the catalog's state across its await loses the other's) | — | — | any task |
 /// | a catalog no longer used | — created once at launch and kept: its release is not tested (a change handler that keeps it alive is harmless here) | | | |
@@ -390,6 +390,33 @@ struct LibraryNotReadyTests {
           + "\(Self.listed(Self.counts(of: shots))): it must show each camera's count"))
   }
 
+  @Test("Imports index their photos off the main actor, wherever they are called from")
+  func indexesOffTheMainActor() async throws {
+    let onTheMainActor = Locked(0)
+    let adds = Locked(0)
+    let watch = MetadataIndex.watchAdds {
+      adds.withLock { $0 += 1 }
+      if Thread.isMainThread || DispatchQueue.getSpecific(key: catalogMainQueueMark) != nil {
+        onTheMainActor.withLock { $0 += 1 }
+      }
+    }
+    defer { watch.end() }
+    let shots = catalogShots(prefix: "offmain", count: 6)
+    let catalog = PhotoCatalog()
+    _ = try await Self.withinDeadline("PhotoImportScreen.importPicked(_:)") {
+      await showOnScreen(shots.map(\.file), catalog: catalog)
+    }
+    _ = try await Self.withinDeadline("importPhotos(_:) from a background task") {
+      await catalog.importPhotos(shots.map(\.file))
+    }
+
+    #expect(adds.value >= 12, "both imports must add their photos to the index")
+    #expect(
+      onTheMainActor.value == 0,
+      "\(onTheMainActor.value) of \(adds.value) adds to the index ran on the main actor: the import screen and the app's background tasks share the catalog, and its index work (slow: each add takes a while) must not hold up the screen, so it belongs off the main actor"
+    )
+  }
+
   // MARK: Helpers
 
   /// Runs `operation` with a deadline, the way every test here waits.
@@ -533,3 +560,11 @@ private func showOnScreen(
   await screen.importPicked(files)
   return (screen.grid.map(CatalogShot.init), screen.sidebar)
 }
+
+/// Marks the main queue, so that code can tell it runs there (as main-actor code does, on a
+/// thread that is not always the main thread under `swift test` on Linux).
+private let catalogMainQueueMark: DispatchSpecificKey<Bool> = {
+  let key = DispatchSpecificKey<Bool>()
+  DispatchQueue.main.setSpecific(key: key, value: true)
+  return key
+}()
