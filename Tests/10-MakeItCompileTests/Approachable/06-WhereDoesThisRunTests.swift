@@ -18,6 +18,9 @@ import WorkbookTesting
 /// | the decode, while the main actor is held | every row read meanwhile: `theDecodeNeedsNoMainActor` | no part of it (a helper, a static method) needs the main actor | — |
 /// | `Photo` left on the main actor (its `Equatable` conformance then isolated) | — allowed: the starter promises nothing about comparing photos off the main actor | | |
 /// | a row that does not expand to the width (too short, too long) | throws `badRow`, nothing shown or stored, spinner off: `badRowThrows` | — | — |
+/// | a read that fails | the file's own error, not `badRow`; nothing shown or stored: `readErrorComesThrough` | — | — |
+/// | a name already in the cache (another viewer's) | the file is decoded all the same, its photo shown; a bad file still throws: `cachedNameIsDecodedAgain` | — | — |
+/// | a viewer whose open failed goes away | nothing taken out of the cache (another viewer's photo of that name stays): `failedOpenReleasesNothing` | — | — |
 /// | the opening task cancelled while decoding | throws `CancellationError`, nothing shown, spinner off: `cancellingStopsTheDecode` | — | the decode stops before the next row: `cancellingStopsTheDecode` |
 /// | the viewer released on the main actor (the screen closes) | its photo leaves the cache at once: `closingOnTheMainActorReleasesAtOnce` | the main actor, in place | — |
 /// | the viewer released last on another thread | its photo leaves the cache soon after: `releasedElsewhereCleansUpOnTheMainActor` | on the main actor, not on that thread: `releasedElsewhereCleansUpOnTheMainActor` | — |
@@ -275,6 +278,59 @@ struct WhereDoesThisRunTests {
           + "(@concurrent)"))
   }
 
+  @Test("A read that fails throws the file's own error, not badRow")
+  func readErrorComesThrough() async throws {
+    let file = ScriptedPhotoFile(height: 6, failingRow: 2)
+    let opened = try await withDeadline(.seconds(5), "open(_:named:)", hint: Self.openHint) {
+      try await Self.open(file, named: "harbour")
+    }
+
+    #expect(
+      opened.thrown == "\(DiskFailure(row: 2))",
+      "the file's read of row 2 failed with its own error, DiskFailure(row: 2), and open(_:named:) \(opened.thrown.map { "threw \($0)" } ?? "threw nothing"): a failed read is not a bad row (the disk failed, the photo may be fine), so its error must reach the caller unchanged"
+    )
+    #expect(
+      opened.state.shown == nil && opened.state.stored == nil,
+      "a failed open shows and stores nothing")
+  }
+
+  @Test("A photo already cached under its name is decoded again from the file it is opened from")
+  func cachedNameIsDecodedAgain() async throws {
+    let older = ScriptedPhotoFile(height: 4)
+    let newer = ScriptedPhotoFile(height: 6)
+    let broken = ScriptedPhotoFile(height: 6, badRow: 1)
+    let (shown, brokenThrew) = try await withDeadline(
+      .seconds(5), "open(_:named:)", hint: Self.openHint
+    ) {
+      try await Self.openUnderOneName(older, newer, broken)
+    }
+
+    #expect(
+      shown == newer.expected && newer.rowsRead == newer.height,
+      "a second viewer opened another file under the name \"harbour\", already in the cache, and showed \(shown == older.expected ? "the cached photo of the older file" : "something else") after reading \(newer.rowsRead) of its \(newer.height) rows: open(_:named:) decodes the file it is given; the cache keeps what was opened, it does not stand in for the file"
+    )
+    #expect(
+      brokenThrew,
+      "a file with a bad row opened under a cached name must still throw badRow: the file is read, whatever the cache holds"
+    )
+  }
+
+  @Test("A viewer whose open failed takes nothing out of the cache when it goes")
+  func failedOpenReleasesNothing() async throws {
+    let good = ScriptedPhotoFile(height: 4)
+    let bad = ScriptedPhotoFile(height: 4, badRow: 1)
+    let (stillThere, expected) = try await withDeadline(
+      .seconds(5), "open(_:named:)", hint: Self.openHint
+    ) {
+      try await Self.openThenFailUnderOneName(good, bad)
+    }
+
+    #expect(
+      stillThere == expected,
+      "one viewer showed \"harbour\"; a second viewer's open of another \"harbour\" failed, and when that second viewer went, the first one's photo left the cache: a viewer releases only a photo it stored, and this one stored nothing: it released the name it had only been asked to open"
+    )
+  }
+
   @Test("Closing the screen on the main actor takes its photo out of the cache at once")
   func closingOnTheMainActorReleasesAtOnce() async throws {
     let file = ScriptedPhotoFile(height: 4)
@@ -418,6 +474,41 @@ extension WhereDoesThisRunTests {
     }
   }
 
+  /// Opens `older`, then `newer` and `broken` in two more viewers, all under one name and
+  /// one cache; returns what the second viewer shows and whether the third open threw.
+  fileprivate static func openUnderOneName(
+    _ older: ScriptedPhotoFile, _ newer: ScriptedPhotoFile, _ broken: ScriptedPhotoFile
+  ) async throws -> (Photo?, Bool) {
+    let cache = PhotoCache()
+    let first = PhotoViewerModel(cache: cache)
+    let second = PhotoViewerModel(cache: cache)
+    let third = PhotoViewerModel(cache: cache)
+    try await first.open(older, named: "harbour")
+    try await second.open(newer, named: "harbour")
+    let threw = (try? await third.open(broken, named: "harbour")) == nil
+    withExtendedLifetime((first, third)) {}
+    return (second.photo, threw)
+  }
+
+  /// Opens `good` in one viewer, then fails to open `bad` under the same name in a second,
+  /// which then goes away; returns what the cache holds a moment later, and `good`'s photo.
+  fileprivate static func openThenFailUnderOneName(
+    _ good: ScriptedPhotoFile, _ bad: ScriptedPhotoFile
+  ) async throws -> (Photo?, Photo) {
+    let cache = PhotoCache()
+    let kept = PhotoViewerModel(cache: cache)
+    try await kept.open(good, named: "harbour")
+    var failed: PhotoViewerModel? = PhotoViewerModel(cache: cache)
+    _ = try? await failed?.open(bad, named: "harbour")
+    failed = nil
+    // A release from the failed viewer's deinit, run in place or soon after.
+    _ = await onMainActorEventually(within: .milliseconds(300)) {
+      cache.photo(named: "harbour") == nil
+    }
+    withExtendedLifetime(kept) {}
+    return (cache.photo(named: "harbour"), good.expected)
+  }
+
   /// Opens `file`, lets the viewer go on the main actor, and says whether the photo was
   /// stored, out of the cache right after, and out of it within two seconds.
   fileprivate static func openAndClose(
@@ -471,6 +562,11 @@ private struct ViewerState: Sendable {
   }
 }
 
+/// What a ``ScriptedPhotoFile`` throws when a read fails: the disk's own error.
+private struct DiskFailure: Error, Equatable {
+  let row: Int
+}
+
 /// A photo file of `height` rows of `width` pixels, each row two runs of greys that depend
 /// on the row. Before each read returns, `beforeReturning(row)` runs on the reading thread.
 /// It records every read, and the `ViewerTrace` each one saw.
@@ -478,6 +574,8 @@ private final class ScriptedPhotoFile: PhotoFile {
   let width = 16
   let height: Int
   private let badRow: Int?
+  /// The row whose read fails with the file's own error, ``DiskFailure``.
+  private let failingRow: Int?
   /// Whether the bad row expands to more pixels than the width, not fewer.
   private let badRowTooLong: Bool
   private let beforeReturning: @Sendable (Int) -> Void
@@ -487,11 +585,12 @@ private final class ScriptedPhotoFile: PhotoFile {
   var mostReadsAtOnce: Int { readsUnderWay.value.most }
 
   init(
-    height: Int, badRow: Int? = nil, badRowTooLong: Bool = false,
+    height: Int, badRow: Int? = nil, badRowTooLong: Bool = false, failingRow: Int? = nil,
     beforeReturning: @escaping @Sendable (Int) -> Void = { _ in }
   ) {
     self.height = height
     self.badRow = badRow
+    self.failingRow = failingRow
     self.badRowTooLong = badRowTooLong
     self.beforeReturning = beforeReturning
   }
@@ -508,6 +607,7 @@ private final class ScriptedPhotoFile: PhotoFile {
     }
     defer { readsUnderWay.withLock { $0.now -= 1 } }
     beforeReturning(row)
+    if row == failingRow { throw DiskFailure(row: row) }
     if row == badRow { return badRowTooLong ? [UInt8(width), 0, 1, 0] : [3, 0] }
     return [UInt8(width / 2), grey(row), UInt8(width - width / 2), grey(row) &+ 100]
   }
@@ -755,9 +855,11 @@ private func dropOnAnotherThread<Model: AnyObject>(
 
 /// Waits on the main actor, suspending, until `condition` holds or two seconds have passed.
 @MainActor
-private func onMainActorEventually(_ condition: () -> Bool) async -> Bool {
+private func onMainActorEventually(
+  within limit: Duration = .seconds(2), _ condition: () -> Bool
+) async -> Bool {
   let clock = ContinuousClock()
-  let end = clock.now + .seconds(2)
+  let end = clock.now + limit
   while !condition() {
     guard clock.now < end else { return false }
     try? await Task.sleep(for: .milliseconds(5))
