@@ -21,7 +21,7 @@ import WorkbookTesting
 /// | a read that fails | the file's own error, not `badRow`; nothing shown or stored: `readErrorComesThrough` | — | — |
 /// | a name already in the cache (another viewer's) | the file is decoded all the same, its photo shown; a bad file still throws: `cachedNameIsDecodedAgain` | — | — |
 /// | a viewer whose open failed goes away | nothing taken out of the cache (another viewer's photo of that name stays): `failedOpenReleasesNothing` | — | — |
-/// | the opening task cancelled while decoding | throws `CancellationError`, nothing shown, spinner off: `cancellingStopsTheDecode` | — | the decode stops before the next row: `cancellingStopsTheDecode` |
+/// | the opening task cancelled while decoding | throws `CancellationError`, nothing shown, spinner off: `cancellingStopsTheDecode` | — | the decode stops before the next row: `cancellingStopsTheDecode`; cancelled before it opens, no row read: `cancelledBeforeOpening` |
 /// | the viewer released on the main actor (the screen closes) | its photo leaves the cache at once: `closingOnTheMainActorReleasesAtOnce` | the main actor, in place | — |
 /// | the viewer released last on another thread | its photo leaves the cache soon after: `releasedElsewhereCleansUpOnTheMainActor` | on the main actor, not on that thread: `releasedElsewhereCleansUpOnTheMainActor` | — |
 /// | two photos opened at once on one viewer | — the screen opens one photo at a time; `open` promises nothing more | | |
@@ -256,6 +256,22 @@ struct WhereDoesThisRunTests {
     )
     #expect(seen.shown == nil && seen.stored == nil, "a cancelled open shows and stores nothing")
     #expect(!seen.isLoading, "the spinner (isLoading) must be off once open(_:named:) throws")
+  }
+
+  @Test("A task cancelled before it opens a photo reads no row of it")
+  func cancelledBeforeOpening() async throws {
+    let file = ScriptedPhotoFile(height: 8)
+    let opening = Task { @MainActor in try await Self.open(file, named: "fog") }
+    // Cancelled before it starts: it waits for the main actor, which this test holds.
+    opening.cancel()
+    let outcome = try await withDeadline(
+      .seconds(5), "open(_:named:) in a cancelled task", hint: Self.openHint
+    ) { try await opening.value }
+
+    #expect(
+      file.rowsRead == 0 && outcome.wasCancelled,
+      "the task that opened the photo was cancelled before it began, and the decode read \(file.rowsRead) row\(file.rowsRead == 1 ? "" : "s") and \(outcome.thrown.map { "threw \($0)" } ?? "returned normally"): the decode stops before the next row once its task is cancelled, and before the first row here, so cancellation must be checked before each read, not after it"
+    )
   }
 
   @Test("The file's reads see the task-local values of the task that opens the photo")
