@@ -142,9 +142,16 @@ struct OptionalPairTests {
   func emptyLineIsAValue(reply: AddressEncoder.Reply) async throws {
     let encoder = AddressEncoder(reply: reply)
     let log = WarningLog()
+    let hint = if case .value = reply { Self.valueHint } else { Self.bothHint }
+    // The same reply for an address that is not empty: when that goes wrong too, the tests
+    // of that reply name the cause, and this one has nothing to add.
+    let usual = try? await withDeadline(.seconds(2), Self.name, hint: hint) {
+      try await encode(Self.address, using: encoder, reportWarning: log.report)
+    }
+    guard usual == Self.encoded else { return }
 
     let outcome = await Result {
-      try await withDeadline(.seconds(2), Self.name, hint: Self.valueHint) {
+      try await withDeadline(.seconds(2), Self.name, hint: hint) {
         try await encode("", using: encoder, reportWarning: log.report)
       }
     }

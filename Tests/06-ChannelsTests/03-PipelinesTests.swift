@@ -19,9 +19,10 @@ private let transformFailHint =
 
 private let failWhileRunningHint =
   "element 2's transform threw while element 1's ran on (for a minute, unless cancelled), and "
-  + "the pipeline waited for it: waitForAll() waits for every child before it rethrows, and "
-  + "so does a loop that sets errors aside; take the workers' results with next() (or "
-  + "for try await), whose error ends the group at once and cancels the transforms left"
+  + "the pipeline kept waiting: either the error was set aside (try?, or a loop that skips "
+  + "errors), or the pool was drained with waitForAll(), which waits for every child before "
+  + "it rethrows; a transform's error must end the group at once (next(), or for try await, "
+  + "rethrows it) and cancel the transforms left"
 
 private let onceHint =
   "each element must be transformed exactly once; read the source in one place, since a "
@@ -200,40 +201,6 @@ struct PipelinesTests {
           ? "with two workers, element 2's result was ready while element 1's transform still ran, but the consumer got \(got): results must reach the consumer in the order they are ready, not in the source's order (one slow element must not hold back the others)"
           : "with two workers, element 1's transform ran long, and the consumer got \(got): the worker that finished element 2 was free, so it must take element 3 at once (a worker that waits for the other one's element, as in a batch, leaves the pool idle behind one slow element)"
       ))
-  }
-
-  @Test("A transform that fails while another runs on ends the pipeline at once, cancelling it")
-  func failureWhileAnotherRuns() async throws {
-    // Element 1's transform would run a minute unless cancelled; element 2's fails at once.
-    // The source has ended by then, so this is the pipeline's last stretch.
-    let firstCancelled = Locked(false)
-    let outcome = await Result {
-      try await withDeadline(.seconds(5), "runPipeline(…)", hint: failWhileRunningHint) {
-        try await runPipeline(
-          source: finishedSource(1...2), workers: 2,
-          transform: { element in
-            if element == 2 {
-              try await Task.sleep(for: .milliseconds(20))
-              throw Boom(tag: 2)
-            }
-            do {
-              try await Task.sleep(for: .seconds(60))
-            } catch {
-              firstCancelled.withLock { $0 = true }
-              throw error
-            }
-            return element
-          },
-          consume: { _ in })
-      }
-    }
-
-    if case .failure(let error as DeadlineExceeded) = outcome { throw error }
-    let failure: (any Error)? = if case .failure(let error) = outcome { error } else { nil }
-    #expect(
-      (failure as? Boom) == Boom(tag: 2) && firstCancelled.value,
-      "element 2's transform threw Boom(tag: 2) while element 1's still ran, and runPipeline \(failure.map { "threw \($0)" } ?? "returned normally")\(firstCancelled.value ? "" : ", without cancelling element 1's transform"): the first error must end the pipeline at once and cancel the transforms still running"
-    )
   }
 
   @Test("Finishing the source closes the pipeline, after its last result is consumed")
@@ -513,6 +480,40 @@ struct PipelinesTests {
     #expect(
       (failure as? Boom) == Boom(tag: 20),
       "the last element's transform threw Boom(tag: 20), after the source had ended, and runPipeline \(failure.map { "threw \($0)" } ?? "returned normally"): the workers' errors must reach the caller until the last one has finished (a group left to end by itself throws its children's errors away)"
+    )
+  }
+
+  @Test("A transform that fails while another runs on ends the pipeline at once, cancelling it")
+  func failureWhileAnotherRuns() async throws {
+    // Element 1's transform would run a minute unless cancelled; element 2's fails at once.
+    // The source has ended by then, so this is the pipeline's last stretch.
+    let firstCancelled = Locked(false)
+    let outcome = await Result {
+      try await withDeadline(.seconds(5), "runPipeline(…)", hint: failWhileRunningHint) {
+        try await runPipeline(
+          source: finishedSource(1...2), workers: 2,
+          transform: { element in
+            if element == 2 {
+              try await Task.sleep(for: .milliseconds(20))
+              throw Boom(tag: 2)
+            }
+            do {
+              try await Task.sleep(for: .seconds(60))
+            } catch {
+              firstCancelled.withLock { $0 = true }
+              throw error
+            }
+            return element
+          },
+          consume: { _ in })
+      }
+    }
+
+    if case .failure(let error as DeadlineExceeded) = outcome { throw error }
+    let failure: (any Error)? = if case .failure(let error) = outcome { error } else { nil }
+    #expect(
+      (failure as? Boom) == Boom(tag: 2) && firstCancelled.value,
+      "element 2's transform threw Boom(tag: 2) while element 1's still ran, and runPipeline \(failure.map { "threw \($0)" } ?? "returned normally")\(firstCancelled.value ? "" : ", without cancelling element 1's transform"): the first error must end the pipeline at once and cancel the transforms still running"
     )
   }
 

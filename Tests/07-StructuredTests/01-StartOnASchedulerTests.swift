@@ -215,6 +215,47 @@ struct StartOnASchedulerTests {
     #expect(slow.isCanceled, "the new load should cancel the previous load's future")
   }
 
+  @Test("Every load cancels the one before it, even after an older one has ended")
+  func everyLoadCancelsTheOneBefore() async throws {
+    let ada = CoPromise<String>()
+    let grace = CoPromise<String>()
+    let screen = ProfileScreen { id in
+      switch id {
+      case "ada": ada
+      case "grace": grace
+      default: later(.success("Alan Turing"), after: 0.01)
+      }
+    }
+
+    let first = screen.load("ada")
+    let second = screen.load("grace")
+    #expect(
+      first.isCancelled,
+      "load(\"grace\") did not cancel the task of load(\"ada\"), which it replaced: load() must cancel the load before it (keep the task of the load in progress, and cancel that task; cancelling its lookup alone leaves the task to show its outcome)"
+    )
+    _ = try await withDeadline(
+      .seconds(2), "the first load(\"ada\")",
+      hint: "load() must cancel the previous load's task, and that task must end"
+    ) { await first.value }
+    #expect(
+      screen.status == "Loading…",
+      "the replaced load(\"ada\") ended, and the screen showed \"\(screen.status)\" while load(\"grace\") was still loading: a cancelled load must change nothing"
+    )
+
+    let third = screen.load("alan")
+    try await withDeadline(.seconds(2), "load(\"alan\")", hint: loadHint) { await third.value }
+    grace.success("Grace Hopper")
+    _ = try await withDeadline(
+      .seconds(2), "the second load(\"grace\")",
+      hint: "load() must cancel the previous load's task, and that task must end"
+    ) { await second.value }
+
+    #expect(
+      grace.isCanceled && screen.status == "Alan Turing",
+      "the third load did not cancel the second (its lookup \(grace.isCanceled ? "was" : "was not") cancelled, and the screen shows \"\(screen.status)\"): the handle of the load in progress must stay the newest one's; a load that ends must not clear a newer load's handle"
+    )
+  }
+
   @Test("An answer that came just before a newer load never shows, wherever the load waited")
   func answerJustBeforeANewerLoad() async throws {
     let ada = CoPromise<String>()
@@ -264,46 +305,5 @@ struct StartOnASchedulerTests {
         "the process woke up at least \(wakeups) times in every half second in which the lookup was pending (an idle process: about 10): something looks at the future over and over (a loop around future.result and Task.sleep) instead of waiting for whenComplete to call back; on a phone, a loop that looks keeps the CPU awake and drains the battery"
       )
     }
-  }
-
-  @Test("Every load cancels the one before it, even after an older one has ended")
-  func everyLoadCancelsTheOneBefore() async throws {
-    let ada = CoPromise<String>()
-    let grace = CoPromise<String>()
-    let screen = ProfileScreen { id in
-      switch id {
-      case "ada": ada
-      case "grace": grace
-      default: later(.success("Alan Turing"), after: 0.01)
-      }
-    }
-
-    let first = screen.load("ada")
-    let second = screen.load("grace")
-    #expect(
-      first.isCancelled,
-      "load(\"grace\") did not cancel the task of load(\"ada\"), which it replaced: load() must cancel the load before it (keep the task of the load in progress, and cancel that task; cancelling its lookup alone leaves the task to show its outcome)"
-    )
-    _ = try await withDeadline(
-      .seconds(2), "the first load(\"ada\")",
-      hint: "load() must cancel the previous load's task, and that task must end"
-    ) { await first.value }
-    #expect(
-      screen.status == "Loading…",
-      "the replaced load(\"ada\") ended, and the screen showed \"\(screen.status)\" while load(\"grace\") was still loading: a cancelled load must change nothing"
-    )
-
-    let third = screen.load("alan")
-    try await withDeadline(.seconds(2), "load(\"alan\")", hint: loadHint) { await third.value }
-    grace.success("Grace Hopper")
-    _ = try await withDeadline(
-      .seconds(2), "the second load(\"grace\")",
-      hint: "load() must cancel the previous load's task, and that task must end"
-    ) { await second.value }
-
-    #expect(
-      grace.isCanceled && screen.status == "Alan Turing",
-      "the third load did not cancel the second (its lookup \(grace.isCanceled ? "was" : "was not") cancelled, and the screen shows \"\(screen.status)\"): the handle of the load in progress must stay the newest one's; a load that ends must not clear a newer load's handle"
-    )
   }
 }
