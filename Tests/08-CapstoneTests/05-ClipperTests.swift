@@ -507,10 +507,14 @@ struct ClipperTests {
     let lines = (1...20).map {
       $0 % 2 == 1 ? ChatConnection.slowToQueuePrefix + "line \($0)" : "line \($0)"
     }
-    alice.input.write(lines.map { $0 + "\n" }.joined())
+    // With every thread of the pool free (no squeeze holds one meanwhile): sends from several
+    // tasks at once need two threads to overtake each other.
     let expected = lines.map { "alice: " + $0 }
-    _ = await eventually(within: .seconds(5)) {
-      bob.recorder.lines.value.filter { $0.hasPrefix("alice: ") }.count >= lines.count
+    await withAllPoolThreadsFree {
+      alice.input.write(lines.map { $0 + "\n" }.joined())
+      _ = await eventually(within: .seconds(5)) {
+        bob.recorder.lines.value.filter { $0.hasPrefix("alice: ") }.count >= lines.count
+      }
     }
     let received = bob.recorder.lines.value.filter { $0.hasPrefix("alice: ") }
     let fault = EventOrder.fault(received: received, expected: expected)
