@@ -9,7 +9,7 @@ import WorkbookTesting
 ///
 /// | path | result | greeter requests | thread, timing |
 /// | --- | --- | --- | --- |
-/// | greeting inside `greet`, soon on another thread, 200 ms later | the handler's greeting: `returnsTheGreeting` | one per call: `asksOnce` | any thread: `returnsTheGreeting` |
+/// | greeting inside `greet`, soon on another thread, 200 ms later | the handler's greeting: `returnsTheGreeting` | one per call: `asksOnce`; any name, as given (spaces, empty, a newline): `nameAsGiven` | any thread: `returnsTheGreeting` |
 /// | greeting on the caller's own thread, 0.5 s later | the greeting: `suspendsWhileWaiting` | one: `suspendsWhileWaiting` | suspends, neither blocks nor polls: `suspendsWhileWaiting` |
 /// | the app's main thread busy | the greeting, while it is still busy: `doesNotWaitForTheMainThread` | — | no hop through the main thread: `doesNotWaitForTheMainThread` |
 /// | a second call on the same greeter | its own greeting: `secondCall` | two: `secondCall` | — |
@@ -115,6 +115,22 @@ struct WarmUpTests {
     #expect(first == "Hello, Ada!", Self.wrongGreeting(first))
     #expect(second == "Hello, Grace!", Self.wrongGreeting(second))
     #expect(greeter.requestCount == 2, Self.askedAgain(greeter, expected: 2))
+  }
+
+  @Test(
+    "Any name is passed to the greeter as given: spaces around it, or an empty one",
+    arguments: [" Ada ", "", "Ada\nLovelace"])
+  func nameAsGiven(name: String) async throws {
+    let greeter = Greeter(script: .default)
+
+    let received = try await withDeadline(.seconds(2), "greeting(for:from:)", hint: Self.hint) {
+      await greeting(for: name, from: greeter)
+    }
+
+    #expect(
+      received == "Hello, \(name)!" && greeter.requestCount == 1,
+      "greeting(for: \(name.debugDescription)) returned \(received.debugDescription) after asking the greeter \(greeter.requestCount) time\(greeter.requestCount == 1 ? "" : "s"): the name goes to the greeter as it was given, whatever it is, and the greeting is the greeter's (\("Hello, \(name)!".debugDescription)); deciding for the greeter what a name should be changes its answer"
+    )
   }
 
   @Test("A call whose task is cancelled while it waits still ends, once")

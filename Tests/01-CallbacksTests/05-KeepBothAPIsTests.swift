@@ -10,7 +10,7 @@ import WorkbookTesting
 ///
 /// | path | result, error | station requests | old call site | thread, timing |
 /// | --- | --- | --- | --- | --- |
-/// | a reading (inside the call, soon, later) | the reading: `asyncAPIReturnsTheReading` | one: `asyncAPIReturnsTheReading` | — | any thread: `asyncAPIReturnsTheReading` |
+/// | a reading (inside the call, soon, later) | the reading: `asyncAPIReturnsTheReading` | one: `asyncAPIReturnsTheReading`; one per call, nothing kept for the next: `asksEveryTime` | — | any thread: `asyncAPIReturnsTheReading` |
 /// | unknown city, station offline | the station's own error, unchanged: `asyncAPIForwardsErrors` | one, offline too: `asyncAPIForwardsErrors` | — | — |
 /// | both APIs on one station | the same reading: `bothAPIsAgree` | one per call: `bothAPIsAgree` | still describes readings and failures: `existingCallSiteStillWorks`; calls back inside the call when the station does: `existingCallSiteKeepsItsTiming` | — |
 /// | both APIs at once, many times | every answer right: `bothAPIsConcurrently` | one per call: `bothAPIsConcurrently` | — | — |
@@ -68,6 +68,29 @@ struct KeepBothAPIsTests {
 
     #expect(reading == WeatherReading(city: "Lima", celsius: 19.0))
     #expect(station.requestCount == 1, Self.askedOnce(station))
+  }
+
+  @Test("Every call of the async API asks the station, which may have gone offline since")
+  func asksEveryTime() async throws {
+    let station = WeatherStation(readings: Self.readings, script: .default)
+
+    let first = try await withDeadline(.seconds(2), "currentReading(for:)", hint: Self.resumeHint) {
+      try await station.currentReading(for: "Lima")
+    }
+    let again = try await withDeadline(.seconds(2), "currentReading(for:)", hint: Self.resumeHint) {
+      try await station.currentReading(for: "Lima")
+    }
+    station.isOnline = false
+    let offline = try await withDeadline(.seconds(2), "currentReading(for:)", hint: Self.resumeHint)
+    {
+      await Result { try await station.currentReading(for: "Lima") }
+    }
+
+    let stillOnline = if case .success = offline { true } else { false }
+    #expect(
+      first == again && station.requestCount == 3 && !stillOnline,
+      "three calls for Lima, the last once the station had gone offline, asked the station \(station.requestCount) time\(station.requestCount == 1 ? "" : "s")\(stillOnline ? ", and the last still returned a reading" : ""): a reading is the station's answer now, so every call asks it; a reading kept from an earlier call is stale, and hides a station that went offline"
+    )
   }
 
   @Test(

@@ -62,7 +62,7 @@ private let againHint =
 /// | every outcome, one capture after another | each its own: `capturesAgain` | one capture per call: `capturesAgain` | — |
 /// | two captures overlap | each its photo, in order: `overlappingCapturesBothReturn` | both kept: `overlappingCapturesBothReturn` | — |
 /// | the second report while the first resumes its caller | the two callers answered once each: `twoReportsAtOnce` | the caller taken out before it is resumed: `twoReportsAtOnce` | — |
-/// | the same capture reported twice | one resume: `answersOnceWhenReportedTwice` | — | — |
+/// | the same capture reported twice | one resume: `answersOnceWhenReportedTwice`; the repeat kept for no later caller: `repeatedReportIsNotKept` | the next call captures again: `repeatedReportIsNotKept` | — |
 /// | two reports for the last caller at the same instant | — | — a look at the list and a removal in two locked steps lets both through, and the second removal traps on an empty list; the gap lies between two lock steps of the answer's own, which call nothing the test can pause (not caught) | — |
 /// | cancelled task (before, during, after) | — capturePhoto(with:) promises nothing for a cancelled task: the camera always reports | | |
 @Suite("2.3 Photo capture")
@@ -333,6 +333,31 @@ struct PhotoCaptureTests {
       #expect(image == sunset, "capturePhoto(with:) must return the photo the camera took")
       #expect(bothReported, "the camera's second report did not finish")
       withExtendedLifetime(processor) {}
+    }
+
+    @Test(
+      "A repeated report answers nobody later: the next capture takes a new photo",
+      arguments: twiceScripts)
+    func repeatedReportIsNotKept(script: CallbackScript) async throws {
+      let output = PhotoOutput(outcomes: [.photo(sunset), .photo(harbour)], script: script)
+      let processor = PhotoCaptureProcessor()
+
+      _ = try await withDeadline(
+        .seconds(2), "capturePhoto(with:)", likelyCause: photoCause(output)
+      ) {
+        try await processor.capturePhoto(with: output)
+      }
+      _ = await eventually { output.reportCount == 2 }
+      let next = try await withDeadline(
+        .seconds(2), "the next capturePhoto(with:)", likelyCause: photoCause(output)
+      ) {
+        try await processor.capturePhoto(with: output)
+      }
+
+      #expect(
+        next == harbour && output.captureCount == 2,
+        "after the camera reported the first capture twice, the next capturePhoto(with:) returned \(next) having asked the camera \(output.captureCount - 1) more time\(output.captureCount == 2 ? "" : "s"): a report that finds nobody waiting is a repeat of one already answered, and answers nobody; each call takes a photo of its own"
+      )
     }
   }
 }

@@ -106,7 +106,7 @@ private func spin(upTo limit: Duration, until condition: () -> Bool) {
 /// | two, or many, callers at once | one scan, its code to all: `twoCallersShareOneScan`, `manyCallersShareOneScan` | one start: `twoCallersShareOneScan`, `manyCallersShareOneScan` | — the callers may be answered by work that runs after the report (an actor, a shared task): the scanner reports once per scan, so nothing can answer them twice |
 /// | the scan fails | its error to every caller: `aFailureReachesEveryCaller` | — | — |
 /// | one caller after another | a fresh scan each: `oneCallerAfterAnother` | emptied when answered: `oneCallerAfterAnother` | — |
-/// | callers after a shared scan ended | a new shared scan: `laterCallersShareANewScan` | — | — |
+/// | callers after a shared scan ended | a new shared scan: `laterCallersShareANewScan`; one who comes once the report is over, while tasks from the scanner's thread run late: `callerAfterTheReportGetsANewScan` | — | answered within the report: `callerAfterTheReportGetsANewScan` |
 /// | the same scan reported twice | one resume each: `answersOnceWhenReportedTwice`; a failure too: `afterAFailedScan` | — | — |
 /// | a caller after a failed scan | a new scan: `afterAFailedScan` | emptied by the failure: `afterAFailedScan` | — |
 /// | two callers deciding from the scanner's own state at the same moment | one scan, its code to both: `callersDecidingTogetherShareOneScan` (the scanner holds a reader of `isScanning` until the second one reads) | never busy: `callersDecidingTogetherShareOneScan` | — |
@@ -440,6 +440,36 @@ struct ConcurrentCallersTests {
       #expect(codes(firstWave) == [ean, ean, ean], "scan() must return the code the scanner read")
       #expect(
         codes(secondWave) == [isbn, isbn, isbn], "scan() must return the code the scanner read")
+    }
+
+    @Test("A caller who comes once the scan's report is over gets a new scan, whenever tasks run")
+    func callerAfterTheReportGetsANewScan() async throws {
+      let scanner = BarcodeScanner(scans: [.code(ean), .code(isbn)], script: late)
+      let shared = SharedBarcodeScanner(scanner: scanner)
+
+      // Work that the scanner's thread hands to tasks runs 100 ms late, as on a busy machine:
+      // a report must be over, every waiting caller answered, by the time the delegate
+      // returns.
+      let (firstCode, secondCode) = try await withPlainThreadJobsReordered(
+        window: .milliseconds(100)
+      ) {
+        async let first = withDeadline(.seconds(2), "the first scan()", hint: scanHint) {
+          try await shared.scan()
+        }
+        _ = await eventually { scanner.reportCount >= 1 }
+        let second = try await withDeadline(
+          .seconds(2), "a scan() once the first scan's report was over", hint: scanHint
+        ) {
+          try await shared.scan()
+        }
+        return (try await first, second)
+      }
+
+      #expect(firstCode == ean, "scan() must return the code the scanner read")
+      #expect(
+        secondCode == isbn && scanner.startCount == 2,
+        "a caller who came once the scanner's report was over got \(secondCode), with \(scanner.startCount) scan\(scanner.startCount == 1 ? "" : "s") started: that report had already answered everyone waiting, so this caller is the first of a new scan. Answering the callers in a task of its own leaves them on the list after the report, where a new caller joins the old scan"
+      )
     }
 
     @Test("A failed scan reported twice answers each caller once; the next caller gets a new scan")

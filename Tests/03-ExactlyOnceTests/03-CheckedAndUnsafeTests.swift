@@ -15,10 +15,11 @@ import WorkbookTesting
 ///
 /// | path | result | kind of continuation | misuse reported |
 /// | --- | --- | --- | --- |
-/// | `.standard` in a debug build | — | checked: `debugBuildsAreChecked`; `reading`'s default too: `readingChecksByDefault` | a leak through the default: `readingChecksByDefault` |
+/// | `.standard` in a debug build | — | checked: `debugBuildsAreChecked`; `reading`'s default too: `readingChecksByDefault`; the helper's default too: `helperChecksByDefault` | a leak through the default: `readingChecksByDefault` |
 /// | `.standard` in a release build | — the tests run a debug build only: a release-only choice cannot be observed by them | | |
 /// | `.checked`, `.unchecked` asked for | — | the kind asked for: `handsOutTheRequestedKind` | — |
 /// | a read, both ways (inside the call, on threads) | the same value: `sameValueBothWays` | — | — |
+/// | a hub that answers after 2.5 s, both ways | its value, no thread of the pool held meanwhile: `slowHubHoldsNoThread` | — | — |
 /// | ten thousand reads from eight tasks, both ways | every value: `manyReadsBothWays` | — | — |
 /// | a second resume, checked | — | — | stops the program, naming the bridge: `checkedCatchesASecondResume` |
 /// | a continuation dropped, checked / unchecked | — | — | reported as a leak: `checkedReportsALeak`; silent: `uncheckedIsSilent` |
@@ -78,6 +79,41 @@ struct CheckedAndUnsafeTests {
 
     #expect(value == SensorHub.value(of: 7), "the bridge returned another channel's value")
     #expect(hub.reads == 1, "one reading must read the hub exactly once")
+  }
+
+  @Test(
+    "A hub that answers after 2.5 s is waited for without holding a thread, both ways",
+    arguments: bothWays)
+  func slowHubHoldsNoThread(checking: ContinuationChecking) async throws {
+    let hub = SensorHub(script: CallbackScript(timing: .after(.milliseconds(2500))))
+
+    let value = try await withDeadline(
+      .seconds(10), "reading(of:from:checking: .\(checking)) from a hub that answers after 2.5 s",
+      hint: "the \(checking) bridge never resumed"
+    ) {
+      await reading(of: 3, from: hub, checking: checking)
+    }
+
+    #expect(value == SensorHub.value(of: 3), "the bridge returned another channel's value")
+  }
+
+  @Test("withBridgeContinuation with no setting hands out a checked continuation in this build")
+  func helperChecksByDefault() async throws {
+    let handedOut = try await withDeadline(
+      .seconds(2), "withBridgeContinuation(_:isolation:function:_:)", hint: Self.hint
+    ) {
+      await withBridgeContinuation { (continuation: BridgeContinuation<ContinuationChecking>) in
+        switch continuation {
+        case .checked: continuation.resume(returning: ContinuationChecking.checked)
+        case .unchecked: continuation.resume(returning: ContinuationChecking.unchecked)
+        }
+      }
+    }
+
+    #expect(
+      handedOut == .checked,
+      "called with no setting, withBridgeContinuation handed out a \(handedOut) continuation in a debug build: its default must be .standard, so that every bridge that does not choose is checked where tests run"
+    )
   }
 
   @Test(
