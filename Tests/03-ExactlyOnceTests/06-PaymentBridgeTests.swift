@@ -14,6 +14,8 @@ import WorkbookTesting
 /// | --- | --- | --- | --- | --- |
 /// | approved at once | the receipt: `approvedAtOnce` | 1 attempt, the order's key, 1 charge: `approvedAtOnce` | none at return: `approvedAtOnce` | any thread, inside the call, later: `approvedAtOnce` |
 /// | unavailable, then approved | the receipt: `retriesWhileUnavailable` | 3 attempts, one key, 1 charge: `retriesWhileUnavailable` | — | no sleep on its thread between attempts (or anywhere): `neverSleepsOnItsThread` |
+/// | attempts ending differently (a time-out, then unavailable; unavailable, then time-outs) | the last attempt's error: `lastErrorWins` | — | — | — |
+/// | a pause of its own between attempts, its cancel swallowed (`try? await Task.sleep`) | — not caught: the cancel that the pause swallows starts one more attempt, which its onCancel ends at once; the solution retries at once, so the attempts and the error are the same, and only the moment the second attempt started differs | | | |
 /// | unavailable every time | `.unavailable`: `givesUpWhenUnavailable` | exactly maxAttempts: `givesUpWhenUnavailable` | — | — |
 /// | declined | `.declined`: `declinedIsFinal` | 1 attempt, no charge: `declinedIsFinal` | — | — |
 /// | maxAttempts 0 | the program stops: `noAttemptAllowedIsRefused` | — | — | — |
@@ -147,6 +149,25 @@ struct PaymentBridgeTests {
       pay made \(checkout.gateway.attempts) attempts; it must make exactly maxAttempts (3): \
       more attempts than maxAttempts, or fewer
       """)
+  }
+
+  @Test(
+    "Gives up with the last attempt's error, whatever the ones before it were",
+    arguments: [
+      ([PaymentGateway.Reply.hangs, .unavailable()], PaymentError.unavailable),
+      ([.unavailable(), .hangs], PaymentError.timedOut),
+    ])
+  func lastErrorWins(behaviours: [PaymentGateway.Reply], last: PaymentError) async throws {
+    let checkout = Self.makeCheckout(behaviours, maxAttempts: 3, attemptTimeout: .milliseconds(100))
+
+    await #expect(
+      throws: last,
+      "the attempts went \(behaviours) (the last one repeating), and pay must throw the last attempt's error, \(last): an earlier attempt's error says nothing about how the payment ended"
+    ) {
+      try await withDeadline(.seconds(3), "pay(cents:orderID:)", hint: Self.hint) {
+        try await checkout.pay(cents: Self.cents, orderID: "C3b")
+      }
+    }
   }
 
   @Test("A declined card is final: no second attempt")

@@ -101,7 +101,7 @@ private func everything(
 ///
 /// | path | locations (count, order) | end, error | receiver (running, delegate) | thread, timing |
 /// | --- | --- | --- | --- | --- |
-/// | locations reported, the loop breaks | every one, in order: `yieldsEveryLocation` | — | stopped, delegate let go: `stopsWhenTheLoopBreaks` | inside `start`, on its queue, later: `yieldsEveryLocation` |
+/// | locations reported, the loop breaks | every one, in order: `yieldsEveryLocation` | — | stopped as the loop ends, not later, delegate let go: `stopsWhenTheLoopBreaks` | inside `start`, on its queue, later: `yieldsEveryLocation` |
 /// | 300, then a failure, to a slow loop | all, in order, none after the end: `everyLocationBeforeTheFailure` | the error after them: `endsWithTheError` (the stress test reads on only the runs that end with it) | — | one batch inside `start`, or one by one: `everyLocationBeforeTheFailure` |
 /// | the receiver fails | the ones before it: `endsWithTheError` | throws its error: `endsWithTheError`; at once when it is the first reading: `endsAtOnceWhenTheFirstReadingFails` | stopped at the failure, even inside `start`, delegate let go: `stopsAtTheFailure` | — |
 /// | the task is cancelled, before or after the first fix | — | the loop ends: `stopsWhenTheTaskIsCancelled` | stopped: `stopsWhenTheTaskIsCancelled` | from other threads at random moments, in order and stopped: `cancelledAtRandomMoments` |
@@ -132,13 +132,27 @@ struct LocationUpdatesTests {
     let receiver = GPSReceiver(
       readings: Array(repeating: .locations([home]), count: 50), script: .default)
 
-    let locations = try await first(2, from: receiver)
+    // On one thread of its own, and with tasks made on plain threads held a moment: work the
+    // stream's end leaves to a new task, wherever it ends, waits behind the look that follows
+    // the loop, as it may on any busy machine.
+    let (locations, stoppedAtOnce) = try await withPlainThreadJobsReordered(
+      window: .milliseconds(100)
+    ) {
+      try await withTaskExecutorPreference(OneThreadExecutor()) {
+        let locations = try await first(2, from: receiver)
+        return (locations, !receiver.isUpdatingLocation)
+      }
+    }
     let stopped = await eventually { !receiver.isUpdatingLocation }
     let released = await eventually { receiver.delegate == nil }
 
     #expect(locations == [home, home])
     #expect(
       stopped, because("the receiver is still on after the loop ended: \(stopInOnTermination)"))
+    #expect(
+      !stopped || stoppedAtOnce,
+      "the receiver was stopped only some time after the loop had ended, not as it ended: the stop was left to a task or a queue, and a stream started on the same receiver meanwhile would be turned off by it"
+    )
     #expect(released, "the stream's delegate outlived the stream: let it go when the stream ends")
     if stopped {
       let reports = receiver.reportCount
