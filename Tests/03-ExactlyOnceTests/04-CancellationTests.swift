@@ -19,6 +19,7 @@ import WorkbookTesting
 /// | cancelled at any moment, 300 times | `CancellationError`: `cancellingAtAnyMoment` | none left running: `cancellingAtAnyMoment` | — |
 /// | cancelled as the file arrives, 200 times | one resume: `cancellingAsTheFileArrives` | — | — |
 /// | the file delivered after a cancel | one resume: `deliveryAfterCancel` | — | — |
+/// | a plain `var` flag of its own instead of `ResumeOnce`, read and set by the cancelled reply and a late delivery on two threads | — not caught every run: the two replies come one after the other (`deliveryAfterCancel`), so the flag holds; only when they overlap in the same instant do both get through, a data race that `make tsan` names and a plain run almost never meets | | | |
 /// | cancelled after the file arrived | the file: `cancellingAfterCompletion` | — | — |
 /// | the next download after a cancelled one | its file: `reuseAfterCancel` | — | — |
 /// | cancelled between a look at a flag of the answer's own and the store of the download | — the gap is inside the answer's own code, between two of its steps that call nothing the test can pause (an atomic load, then a store under another lock); `cancellingAtAnyMoment` lands there only by chance (not caught) | | |
