@@ -126,7 +126,7 @@ private func readsAfterTheEnd(of battery: Battery) async -> Int {
 ///
 /// | path | levels (count, order) | end | observer | thread, timing |
 /// | --- | --- | --- | --- | --- |
-/// | changes posted, the loop breaks | each new level, in order: `yieldsEachLevel` | — notifications never end: the loop ends the stream | removed: `removesTheObserverWhenTheLoopBreaks` | inside `post`, on the battery's queue, later; the level read in the block that was posted: `yieldsEachLevel` |
+/// | changes posted, the loop breaks | each new level, in order: `yieldsEachLevel`; through 0 and up again: `flatAndChargedAgain` | — notifications never end: the loop ends the stream | removed: `removesTheObserverWhenTheLoopBreaks` | inside `post`, on the battery's queue, later; the level read in the block that was posted: `yieldsEachLevel` |
 /// | 3,000 changes, microseconds apart | all, once each, in order: `everyLevelInOrder` | — | — | from one thread of their own: `everyLevelInOrder` |
 /// | changes from many threads at once | each exactly once: `postsFromManyThreads` | — | — | four posting threads: `postsFromManyThreads` |
 /// | the task is cancelled, before or after a change | — | the loop ends: `removesTheObserverWhenTheTaskIsCancelled` | removed: `removesTheObserverWhenTheTaskIsCancelled` | in a storm of posts from other threads: `endsDuringAStorm` |
@@ -157,6 +157,22 @@ struct NotificationsTests {
               + "loop does"
             : "the battery changed to 79, 78, 77; the loop should get each new level once, "
               + "in that order"))
+  }
+
+  @Test("A battery that runs flat and is charged again: every level, 0 included")
+  func flatAndChargedAgain() async throws {
+    let battery = makeBattery(script: .synchronously)
+
+    let levels = try await first(3, of: battery) {
+      battery.simulateChanges(to: [0, 1, 2])
+    }
+
+    #expect(
+      levels == [0, 1, 2],
+      because(
+        "the battery ran flat (0), then charged to 1 and 2, and the loop got \(levels): a level "
+          + "of 0 is a change like any other, not the end of the stream (a phone is plugged in); "
+          + "notifications never end by themselves, so the stream ends only when its loop does"))
   }
 
   @Test(

@@ -72,6 +72,8 @@ private func first(
 /// | the task is cancelled | — | the loop ends: `cancelsWhenTheTaskIsCancelled` | cancelled: `cancelsWhenTheTaskIsCancelled` | — |
 /// | the stream is dropped unread | — | — | cancelled: `cancelsWhenTheStreamIsDropped` | — |
 /// | somebody else cancels the timer | — | the stream ends: `endsWhenTheTimerIsCancelled` | — | — |
+/// | a tick that fires late | — not caught: `firedAt` computed from the schedule (start + interval × number) instead of the clock looks the same whenever the timer fires on time, and the tests cannot make Dispatch fire late without also delaying the loop that reads the tick | | | |
+/// | onTermination waits on a semaphore for the timer's cancel handler | — not caught: every tick and end is right, and the wait lasts as long as the timer's queue takes to run the handler, microseconds on an idle machine; only a probe of the ending thread's waits would see it | | | |
 /// | a second stream on the same timer | — a cancelled source cannot be restarted: one stream per timer | | | |
 /// | a failure | — a timer cannot fail | | | |
 @Suite("4.3 Timer ticks")
