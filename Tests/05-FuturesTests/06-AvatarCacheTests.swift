@@ -129,7 +129,7 @@ private func results(
 /// | a later call | the kept avatar: `keepsTheAvatar` | no new one: `keepsTheAvatar` | — |
 /// | the download fails | its error, to every waiter: `failureIsSharedButNotKept` | forgotten, the next call downloads: `failureIsSharedButNotKept` | — |
 /// | asked again the moment the failure answers | — | a new download, not the old error: `askingAgainRightAfterAFailure` | the ask lands while the failure resumes its callers: `askingAgainRightAfterAFailure` |
-/// | a caller cancelled while waiting | `CancellationError`, at once; the others get the avatar: `cancelledCallerLeavesAlone` | the download goes on, its future not cancelled: `cancelledCallerLeavesAlone` | — |
+/// | a caller cancelled while waiting | `CancellationError`, at once; the others get the avatar: `cancelledCallerLeavesAlone`; a caller who joins after one has left waits beside the others, each its own waiter: `cancelledCallerLeavesAlone` | the download goes on, its future not cancelled: `cancelledCallerLeavesAlone` | — |
 /// | every caller cancelled | `CancellationError` | the download finishes and is kept: `downloadOutlivesItsCallers` | — |
 /// | a slow download (2.5 s) | the avatar: `slowDownload` | — | the wait blocks no thread: `slowDownload` |
 /// | 16 downloads pending at once | — | — | no thread held per download (no coroutine blocked in `await()`): `waitingDownloadsHoldNoThreads` |
@@ -489,7 +489,8 @@ struct AvatarCacheTests {
       "after a failed download, the next call must download again and get the avatar")
   }
 
-  @Test("A cancelled caller stops waiting at once; the others still get the avatar")
+  @Test(
+    "A cancelled caller stops waiting at once; the others, and one who joins after, get the avatar")
   func cancelledCallerLeavesAlone() async throws {
     let loader = FakeLoader()
     let cache = AvatarCache(loader: loader)
@@ -521,9 +522,21 @@ struct AvatarCacheTests {
       caller go, and leave the legacy future alone
       """)
 
+    // One more caller joins after the cancelled one has left: it waits beside the one that
+    // stayed, each its own waiter.
+    let joining = caller(cache, "ada")
+    try await Task.sleep(for: .milliseconds(50))
     loader.finishAll()
-    let stayed = try await withDeadline(.seconds(2), "avatar(for:)", hint: valueHint) {
+    let stayed = try await withDeadline(
+      .seconds(2), "avatar(for:) of the caller that stayed",
+      hint: "the caller that stayed was never resumed: after a cancelled caller left, a caller "
+        + "who joined took its place among the waiters (an id made from how many are waiting "
+        + "repeats one still in use), and pushed it out"
+    ) {
       await staying.result
+    }
+    let joined = try await withDeadline(.seconds(2), "avatar(for:)", hint: valueHint) {
+      await joining.result
     }
     #expect(
       (try? stayed.get()) == avatarOf("ada"),
@@ -531,6 +544,10 @@ struct AvatarCacheTests {
       the caller that stayed got \(stayed) instead of the avatar: another caller's \
       cancellation must not reach it
       """)
+    #expect(
+      (try? joined.get()) == avatarOf("ada") && loader.downloads() == 1,
+      "the caller who joined after the cancelled one had left got \(joined), with \(loader.downloads()) downloads: it shares the download on its way"
+    )
   }
 
   @Test("A caller cancelled after the avatar reached it, before it ran again, is resumed once")
