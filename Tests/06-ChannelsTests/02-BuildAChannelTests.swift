@@ -121,7 +121,7 @@ func resumesOutsideTheLock(
 /// | a waiting receiver is cancelled | — | `CancellationError`, takes nothing: `cancelWaitingReceiver` | the next element goes to the next receiver: `cancelWaitingReceiver`; two arriving at the same instant are told apart: `receiversArrivingTogether` | while `close()` resumes it, no deadlock: `cancelWhileResuming` |
 /// | a waiting sender is cancelled | `CancellationError`, not sent: `cancelWaitingSender` | — | the others keep their order: `cancelMiddleSender` | — |
 /// | the iterating task is cancelled | — | the loop throws `CancellationError`: `cancelledIterationThrows` | — | — |
-/// | the task is cancelled before the call | `CancellationError`, no wait: `alreadyCancelled` | `CancellationError`, no wait: `alreadyCancelled` | — | — |
+/// | the task is cancelled before the call | `CancellationError`, no wait: `alreadyCancelled`; with room too, nothing sent: `alreadyCancelledWithRoom` | `CancellationError`, no wait: `alreadyCancelled`; with an element buffered too, nothing taken: `alreadyCancelledWithRoom` | — | — |
 /// | cancelled as the hand-off happens | sent once if it returned, never if it threw: `cancelSenderRacingHandOff` | the element or nothing: `cancelReceiverRacingHandOff` | nothing lost: both | — |
 /// | cancels at random moments, from other threads | nothing lost or duplicated: `randomCancellation`, `cancelFromOtherThreads` | | | |
 /// | cancelled right after any look at its cancellation (between a check and the store) | `CancellationError`: `cancelledRightAfterALook` | `CancellationError`: `cancelledRightAfterALook` | — | — |
@@ -458,6 +458,39 @@ struct BuildAChannelTests {
 
       #expect(throws: CancellationError.self) { try received.get() }
       #expect(throws: CancellationError.self) { try sent.get() }
+    }
+
+    @Test("A task that is already cancelled throws even where the call would not wait")
+    func alreadyCancelledWithRoom() async throws {
+      // A channel with room for the element, and one with an element buffered: neither call
+      // would wait, and still neither may complete.
+      let roomy = Channel<Int>(capacity: 1)
+      let stocked = Channel<Int>(capacity: 1)
+      try await stocked.send(7)
+      let sending = Started {
+        withUnsafeCurrentTask { $0?.cancel() }
+        try await roomy.send(1)
+      }
+      let receiving = Started {
+        withUnsafeCurrentTask { $0?.cancel() }
+        return try await stocked.receive()
+      }
+
+      let sent = try await sending.result(
+        "send(_:) in a cancelled task", hint: alreadyCancelledHint)
+      let received = try await receiving.result(
+        "receive() in a cancelled task", hint: alreadyCancelledHint)
+      roomy.close()
+      stocked.close()
+      let leftInRoomy = try await roomy.receive()
+      let leftInStocked = try await stocked.receive()
+
+      let sendThrew = (try? sent.get()) == nil
+      let receiveThrew = (try? received.get()) == nil
+      #expect(
+        sendThrew && receiveThrew && leftInRoomy == nil && leftInStocked == 7,
+        "in tasks already cancelled, a send(_:) to a channel with room \(sendThrew ? "threw" : "returned") and left \(leftInRoomy.map { "\($0)" } ?? "nothing") in it, and a receive() from a channel holding 7 \(receiveThrew ? "threw" : "returned \(String(describing: try? received.get()))") and left \(leftInStocked.map { "\($0)" } ?? "nothing"): a task that is already cancelled throws CancellationError at once, without sending or receiving, even where the call would not have to wait"
+      )
     }
 
     @Test("A send or receive cancelled right after any look at its cancellation ends at once")
