@@ -29,7 +29,7 @@ private func offQueueMessage(_ context: RecordContext) -> Comment {
 /// | `assumeIsolated` in a `perform` block | — optional (the hints' `checkIsolated`): an actor that hops with `perform` in each method is right too | | |
 /// | failure, cancellation | — the methods neither throw nor wait on anything cancellable | | |
 /// | jobs run through a queue of the actor's own that targets the context's | — | — on the context's thread, in the same order: an actor drains its own jobs in one go whatever the queue, so a perform block submitted between two of its jobs waits either way; only a job enqueued in the instant the sub-queue finishes a drain could overtake one, which no test can aim at (not caught) | — |
-/// | jobs gathered and run by one drain block, or run at once when `enqueue` is called on the queue | — | — not caught: the actor's jobs come one at a time (each job runs until the actor is free again), so a drain finds one job, and `enqueue` is called on the context's queue only from a job of the actor itself, which the runtime does not do while that job runs; the order of jobs against perform blocks is the same as the solution's in every case a test can arrange | — |
+/// | jobs gathered and run by one drain block, or run at once when `enqueue` is called on the queue | — | — not caught: either changes the order only when one of the actor's jobs is enqueued while the context's queue is running, with a perform block submitted before it; no test here arranges that moment | — |
 @Suite("7.2 A perform-style scheduler")
 struct PerformQueueTests {
   @Test("Adds and reads notes on the context's queue, and only there")
