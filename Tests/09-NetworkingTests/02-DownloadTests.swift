@@ -137,6 +137,7 @@ private func noFile(_ download: String, _ events: [DownloadEvent]? = nil) -> Com
 /// | two downloads at once | each its own events and file: `sameURLTwice` | — (as one download) | — (each stream has its own) | — |
 /// | second listener | — (one stream per call; a stream has one listener) | — | — | — |
 /// | a configuration passed in | its headers reach the server: `usesTheGivenConfiguration` | — | — | — |
+/// | the session given a concurrent `OperationQueue()` of its own as the delegate queue | — not caught: swift-corelibs-foundation delivers a download's callbacks one after another even then, so progress and the end keep their order in every run seen; on Apple platforms such a queue may run them at once |
 // One test at a time: `slowListenerGetsEverything` stops every task in the process for about
 // a second, which would make the other tests' downloads fail for that reason instead of
 // their own.

@@ -60,7 +60,7 @@ private func first(
 /// | path | result / error | released | thread, timing |
 /// | --- | --- | --- | --- |
 /// | 2xx | the count, the spaces and newlines around it ignored: `countReturns`, `countStatuses` | — (a complete answer) | suspends while the answer is slow: `slowCountDoesNotBlock` |
-/// | 3xx, 4xx, 5xx; not a number (UTF-8 text kept) | `InboxError.status`, `.notACount(text)`: `countErrors`, `countStatuses` | — (a complete answer) | — (as a 2xx) |
+/// | 3xx, 4xx, 5xx; not a number (UTF-8 text kept) | `InboxError.status`, `.notACount(text)`: `countErrors`, `countStatuses`; a refused connection, the session's `URLError`: `countErrors` | — (a complete answer) | — (as a 2xx) |
 /// | cancel before the call | `CancellationError`, no request left open: `countAlreadyCancelled` | the server has no open connection: `countAlreadyCancelled` | — |
 /// | cancel while the request is created | `CancellationError`: `countCancelledWhileCreating` | — (offline data task) | — |
 /// | cancel in flight | `CancellationError`: `countCancels` | server sees the close: `countCancels` | — |
@@ -73,7 +73,7 @@ private func first(
 ///
 /// | path | values, end | released | order, count | thread, timing |
 /// | --- | --- | --- | --- | --- |
-/// | counts | the count, then each change: `countsYieldChanges`; in the order of the polls, a slow answer included: `countsKeepTheirOrder` | — (the stream goes on) | each change posted: `countsYieldChanges`; in the order of the polls: `countsKeepTheirOrder`; one post after the other (never one beside a slow observer's): `observersHearEachChangeInOrder` | first poll at once: `countsFirstPollAtOnce`; an interval apart, fractions included: `countsSubSecondInterval` |
+/// | counts | the count, then each change: `countsYieldChanges`; in the order of the polls, a slow answer included: `countsKeepTheirOrder` | — (the stream goes on) | each change posted: `countsYieldChanges`; 2.5 s between polls, no thread held meanwhile: `waitsBetweenPollsWithoutBlocking`; in the order of the polls: `countsKeepTheirOrder`; one post after the other (never one beside a slow observer's): `observersHearEachChangeInOrder` | first poll at once: `countsFirstPollAtOnce`; an interval apart, fractions included: `countsSubSecondInterval` |
 /// | a failed poll | ends with its error: `countsEndOnError`, `countsKeepTheirOrder` | the client let go: `clientReleased` | — (the stream ends) | — |
 /// | listener leaves (breaks, or its task is cancelled mid-poll) | polling stops: `countsStop`, `countsStopWhenCancelledMidPoll`; the poll in flight cancelled: `countsStopWhenCancelledMidPoll` | the client let go: `clientReleased` (both ways); the old watcher goes on: `legacyWatcherOutlivesAListener` | — (nobody reads any more) | — |
 /// | a second listener, or one while the old watcher runs | gets the current count first: `secondListenerGetsTheCount` | — (as one listener) | a change is posted once, however many listeners: `secondListenerGetsTheCount`; two streams seeing it at the same instant: `oneChangeOnePost` (aimed race) | — |
@@ -131,6 +131,20 @@ struct InboxTests {
       }
     }
     #expect(other == .notACount("many"), "throw InboxError.notACount with the body")
+
+    // The server goes away: the session's own error, which is no cancellation.
+    server.stop()
+    let refused = await Result {
+      try await withDeadline(.seconds(5), "unreadCount() of a server that is gone") {
+        try await client.unreadCount()
+      }
+    }
+    if case .failure(let error as DeadlineExceeded) = refused { throw error }
+    let refusedError: (any Error)? = if case .failure(let error) = refused { error } else { nil }
+    #expect(
+      refusedError is URLError,
+      "the server was gone, and unreadCount() \(refusedError.map { "threw \($0)" } ?? "returned"): a refused connection is the session's URLError, passed on; only URLError(.cancelled), the session's word for a cancelled task, is turned into CancellationError"
+    )
   }
 
   /// Every completion of one call of the old `unreadCount(completion:)`: the first within
@@ -255,6 +269,22 @@ struct InboxTests {
       Comment(
         rawValue: "the old observers of .inboxUnreadCountDidChange heard \(observers.counts): "
           + "post each change, with userInfo[\"count\"], as startWatching does"))
+  }
+
+  @Test("Waits 2.5 s between polls without holding a thread")
+  func waitsBetweenPollsWithoutBlocking() async throws {
+    let server = try startedServer()
+    server.route("/unread", [.ok("3"), .ok("5")])
+    defer { server.stop() }
+    let client = inbox(server)
+
+    // Longer than the pool check's patience: a wait that holds a thread (Thread.sleep,
+    // a semaphore) between two polls is named.
+    let seen = try await first(
+      2, of: client.unreadCounts(every: .milliseconds(2500)),
+      "the first two counts of unreadCounts(every: 2.5 s)", within: .seconds(8),
+      hint: "the second poll never came")
+    #expect(seen == [3, 5], "yield each change: 3, then 5; got \(seen)")
   }
 
   @Test("A slow answer keeps its place: counts and posts come in the order of the polls")
