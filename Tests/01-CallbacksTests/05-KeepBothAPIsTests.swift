@@ -70,29 +70,6 @@ struct KeepBothAPIsTests {
     #expect(station.requestCount == 1, Self.askedOnce(station))
   }
 
-  @Test("Every call of the async API asks the station, which may have gone offline since")
-  func asksEveryTime() async throws {
-    let station = WeatherStation(readings: Self.readings, script: .default)
-
-    let first = try await withDeadline(.seconds(2), "currentReading(for:)", hint: Self.resumeHint) {
-      try await station.currentReading(for: "Lima")
-    }
-    let again = try await withDeadline(.seconds(2), "currentReading(for:)", hint: Self.resumeHint) {
-      try await station.currentReading(for: "Lima")
-    }
-    station.isOnline = false
-    let offline = try await withDeadline(.seconds(2), "currentReading(for:)", hint: Self.resumeHint)
-    {
-      await Result { try await station.currentReading(for: "Lima") }
-    }
-
-    let stillOnline = if case .success = offline { true } else { false }
-    #expect(
-      first == again && station.requestCount == 3 && !stillOnline,
-      "three calls for Lima, the last once the station had gone offline, asked the station \(station.requestCount) time\(station.requestCount == 1 ? "" : "s")\(stillOnline ? ", and the last still returned a reading" : ""): a reading is the station's answer now, so every call asks it; a reading kept from an earlier call is stale, and hides a station that went offline"
-    )
-  }
-
   @Test(
     "The async API throws the station's own error",
     arguments: scripts, [true, false])
@@ -337,5 +314,28 @@ struct KeepBothAPIsTests {
       ending, WeatherReading(city: "Lima", celsius: 19.0), called: "reading",
       from: "currentReading(for:)", while: "the station worked")
     #expect(station.requestCount == 1, Self.askedOnce(station))
+  }
+
+  @Test("Every call of the async API asks the station, which may have gone offline since")
+  func asksEveryTime() async throws {
+    let station = WeatherStation(readings: Self.readings, script: .default)
+
+    let first = try await withDeadline(.seconds(2), "currentReading(for:)", hint: Self.resumeHint) {
+      try await station.currentReading(for: "Lima")
+    }
+    let again = try await withDeadline(.seconds(2), "currentReading(for:)", hint: Self.resumeHint) {
+      try await station.currentReading(for: "Lima")
+    }
+    station.isOnline = false
+    let offline = try await withDeadline(.seconds(2), "currentReading(for:)", hint: Self.resumeHint)
+    {
+      await Result { try await station.currentReading(for: "Lima") }
+    }
+
+    let stillOnline = if case .success = offline { true } else { false }
+    #expect(
+      first == again && station.requestCount == 3 && !stillOnline,
+      "three calls for Lima, the last once the station had gone offline, asked the station \(station.requestCount) time\(station.requestCount == 1 ? "" : "s")\(stillOnline ? ", and the last still returned a reading" : ""): a reading is the station's answer now, so every call asks it; a reading kept from an earlier call is stale, and hides a station that went offline"
+    )
   }
 }
