@@ -151,25 +151,6 @@ struct PaymentBridgeTests {
       """)
   }
 
-  @Test(
-    "Gives up with the last attempt's error, whatever the ones before it were",
-    arguments: [
-      ([PaymentGateway.Reply.hangs, .unavailable()], PaymentError.unavailable),
-      ([.unavailable(), .hangs], PaymentError.timedOut),
-    ])
-  func lastErrorWins(behaviours: [PaymentGateway.Reply], last: PaymentError) async throws {
-    let checkout = Self.makeCheckout(behaviours, maxAttempts: 3, attemptTimeout: .milliseconds(100))
-
-    await #expect(
-      throws: last,
-      "the attempts went \(behaviours) (the last one repeating), and pay must throw the last attempt's error, \(last): an earlier attempt's error says nothing about how the payment ended"
-    ) {
-      try await withDeadline(.seconds(3), "pay(cents:orderID:)", hint: Self.hint) {
-        try await checkout.pay(cents: Self.cents, orderID: "C3b")
-      }
-    }
-  }
-
   @Test("A declined card is final: no second attempt")
   func declinedIsFinal() async throws {
     let checkout = Self.makeCheckout([.declines(), .approves()])
@@ -493,5 +474,24 @@ struct PaymentBridgeTests {
       }
     }
     #expect(checkout.gateway.requestsRunning == 0, "\(Self.nothingRunning)")
+  }
+
+  @Test(
+    "Gives up with the last attempt's error, whatever the ones before it were",
+    arguments: [
+      ([PaymentGateway.Reply.hangs, .unavailable()], PaymentError.unavailable),
+      ([.unavailable(), .hangs], PaymentError.timedOut),
+    ])
+  func lastErrorWins(behaviours: [PaymentGateway.Reply], last: PaymentError) async throws {
+    let checkout = Self.makeCheckout(behaviours, maxAttempts: 3, attemptTimeout: .milliseconds(100))
+
+    await #expect(
+      throws: last,
+      "the attempts went \(behaviours) (the last one repeating), and pay must throw the last attempt's error, \(last): an earlier attempt's error says nothing about how the payment ended"
+    ) {
+      try await withDeadline(.seconds(3), "pay(cents:orderID:)", hint: Self.hint) {
+        try await checkout.pay(cents: Self.cents, orderID: "C3b")
+      }
+    }
   }
 }
