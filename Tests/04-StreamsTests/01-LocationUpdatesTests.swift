@@ -108,7 +108,9 @@ private func everything(
 /// | the stream is dropped unread | — | — | stopped, delegate let go: `stopsWhenTheStreamIsDropped` | — |
 /// | a second stream after the first ended | its own locations: `streamsAgain` | — | started again: `streamsAgain` | — |
 /// | two streams at once on one receiver | — the receiver has one delegate: one stream at a time, by its contract | | | |
-@Suite("4.1 Location updates")
+// One test at a time: `stopsWhenTheLoopBreaks` holds the jobs of plain threads process-wide
+// for a moment, which would reorder the locations of a test running beside it.
+@Suite("4.1 Location updates", .serialized)
 struct LocationUpdatesTests {
   @Test("Yields every location the receiver reports, in order, one at a time", arguments: scripts)
   func yieldsEveryLocation(script: CallbackScript) async throws {
