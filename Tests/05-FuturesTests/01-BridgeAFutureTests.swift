@@ -74,28 +74,6 @@ struct BridgeAFutureTests {
       "every await of a completed future returns its value")
   }
 
-  @Test("Each future gives its own value, one after another, a thousand times")
-  func eachFutureItsOwnValue() async throws {
-    // Each future is let go before the next is made, so a new one is often made where the
-    // last one was: anything kept by a future's identity answers for the wrong future.
-    let wrong = try await withDeadline(.seconds(5), "future.value", hint: valueHint) {
-      var wrong: [(expected: Int, got: Int)] = []
-      for number in 0..<1_000 {
-        let promise = CoPromise<Int>()
-        let future: CoFuture<Int> = promise
-        DispatchQueue.global().async { promise.success(number) }
-        let got = try await future.value
-        if got != number { wrong.append((number, got)) }
-      }
-      return wrong.map { "\($0.expected) gave \($0.got)" }
-    }
-
-    #expect(
-      wrong.isEmpty,
-      "of a thousand futures, awaited one after another, \(wrong.count) gave another future's value (the first: \(wrong.first ?? "")): each await gives the value of the future it awaits; a result kept from an earlier future (keyed by its identity, say) answers for a new one made in the same place"
-    )
-  }
-
   @Test("Throws the future's error", arguments: scripts)
   func throwsTheError(script: CallbackScript) async throws {
     let future: CoFuture<String> = scriptedFuture(.failure(ForecastError.stationOffline), script)
@@ -327,6 +305,28 @@ struct BridgeAFutureTests {
       withCheckedThrowingContinuation until whenComplete calls back
       """)
     #expect(forecast == "cloudy")
+  }
+
+  @Test("Each future gives its own value, one after another, a thousand times")
+  func eachFutureItsOwnValue() async throws {
+    // Each future is let go before the next is made, so a new one is often made where the
+    // last one was: anything kept by a future's identity answers for the wrong future.
+    let wrong = try await withDeadline(.seconds(5), "future.value", hint: valueHint) {
+      var wrong: [(expected: Int, got: Int)] = []
+      for number in 0..<1_000 {
+        let promise = CoPromise<Int>()
+        let future: CoFuture<Int> = promise
+        DispatchQueue.global().async { promise.success(number) }
+        let got = try await future.value
+        if got != number { wrong.append((number, got)) }
+      }
+      return wrong.map { "\($0.expected) gave \($0.got)" }
+    }
+
+    #expect(
+      wrong.isEmpty,
+      "of a thousand futures, awaited one after another, \(wrong.count) gave another future's value (the first: \(wrong.first ?? "")): each await gives the value of the future it awaits; a result kept from an earlier future (keyed by its identity, say) answers for a new one made in the same place"
+    )
   }
 }
 

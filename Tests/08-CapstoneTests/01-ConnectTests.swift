@@ -198,27 +198,6 @@ struct ConnectTests {
     await callbacksDelivered(connection)
   }
 
-  @Test("A connect cancelled right after any look at its cancellation throws CancellationError")
-  func cancelledRightAfterALook() async throws {
-    let silent = try SilentListener()
-    let rounds = try await cancellingAfterEachLook(
-      "connect(to:port:as:)",
-      lostCancelCause: "look at the cancellation and hand the connect its way to stop in one "
-        + "step, or let the connect's own answer end the call"
-    ) {
-      let connection = ChatConnection()
-      return { try await connection.connect(port: silent.port, as: "alice") }
-    }
-
-    for round in rounds {
-      let error: (any Error)? = if case .failure(let error) = round.result { error } else { nil }
-      #expect(
-        error is CancellationError,
-        "a connect cancelled \(round.fired ? "right after its look number \(round.look) at its cancellation" : "while it waited") ended with \(error.map { "\($0)" } ?? "success"): a cancelled connect throws CancellationError, whenever the cancel lands; one that lands after the look and before the legacy connect makes the connection refuse with .alreadyUsed (the cancel hung it up first), which is the cancel too"
-      )
-    }
-  }
-
   @Test("connect(to:port:as:) connects to the host it is given")
   func usesTheHost() async throws {
     let server = try startedServer()
@@ -341,5 +320,26 @@ struct ConnectTests {
       try await connection.connect(port: server.port, as: "alice")
     }
     #expect(server.names == ["alice"], "alice should have joined the chat")
+  }
+
+  @Test("A connect cancelled right after any look at its cancellation throws CancellationError")
+  func cancelledRightAfterALook() async throws {
+    let silent = try SilentListener()
+    let rounds = try await cancellingAfterEachLook(
+      "connect(to:port:as:)",
+      lostCancelCause: "look at the cancellation and hand the connect its way to stop in one "
+        + "step, or let the connect's own answer end the call"
+    ) {
+      let connection = ChatConnection()
+      return { try await connection.connect(port: silent.port, as: "alice") }
+    }
+
+    for round in rounds {
+      let error: (any Error)? = if case .failure(let error) = round.result { error } else { nil }
+      #expect(
+        error is CancellationError,
+        "a connect cancelled \(round.fired ? "right after its look number \(round.look) at its cancellation" : "while it waited") ended with \(error.map { "\($0)" } ?? "success"): a cancelled connect throws CancellationError, whenever the cancel lands; one that lands after the look and before the legacy connect makes the connection refuse with .alreadyUsed (the cancel hung it up first), which is the cancel too"
+      )
+    }
   }
 }

@@ -249,6 +249,22 @@ struct InboxTests {
       "the request kept running after cancellation: the server never saw the connection close")
   }
 
+  @Test("Waits 2.5 s between polls without holding a thread")
+  func waitsBetweenPollsWithoutBlocking() async throws {
+    let server = try startedServer()
+    server.route("/unread", [.ok("3"), .ok("5")])
+    defer { server.stop() }
+    let client = inbox(server)
+
+    // Longer than the pool check's patience: a wait that holds a thread (Thread.sleep,
+    // a semaphore) between two polls is named.
+    let seen = try await first(
+      2, of: client.unreadCounts(every: .milliseconds(2500)),
+      "the first two counts of unreadCounts(every: 2.5 s)", within: .seconds(8),
+      hint: "the second poll never came")
+    #expect(seen == [3, 5], "yield each change: 3, then 5; got \(seen)")
+  }
+
   @Test("unreadCounts(every:) yields the count, then only changes, and posts each change")
   func countsYieldChanges() async throws {
     let server = try startedServer()
@@ -269,22 +285,6 @@ struct InboxTests {
       Comment(
         rawValue: "the old observers of .inboxUnreadCountDidChange heard \(observers.counts): "
           + "post each change, with userInfo[\"count\"], as startWatching does"))
-  }
-
-  @Test("Waits 2.5 s between polls without holding a thread")
-  func waitsBetweenPollsWithoutBlocking() async throws {
-    let server = try startedServer()
-    server.route("/unread", [.ok("3"), .ok("5")])
-    defer { server.stop() }
-    let client = inbox(server)
-
-    // Longer than the pool check's patience: a wait that holds a thread (Thread.sleep,
-    // a semaphore) between two polls is named.
-    let seen = try await first(
-      2, of: client.unreadCounts(every: .milliseconds(2500)),
-      "the first two counts of unreadCounts(every: 2.5 s)", within: .seconds(8),
-      hint: "the second poll never came")
-    #expect(seen == [3, 5], "yield each change: 3, then 5; got \(seen)")
   }
 
   @Test("A slow answer keeps its place: counts and posts come in the order of the polls")
