@@ -31,7 +31,7 @@ private let failureHint =
 ///
 /// | path | result, error | the future, other awaiters | thread, timing |
 /// | --- | --- | --- | --- |
-/// | completes later, at once, on another thread, twice | its value: `returnsTheValue`; a thousand futures one after another, each its own: `eachFutureItsOwnValue` | — | — |
+/// | completes later, at once, on another thread, twice | its value: `returnsTheValue`; a hundred futures one after another, each its own: `eachFutureItsOwnValue` | — | — |
 /// | already has a value | its value, at once: `returnsAtOnceWhenComplete` | — | — |
 /// | fails | its error: `throwsTheError` | — | — |
 /// | cancelled by its owner, before or while awaited | `CoFutureError.cancelled`, not `CancellationError`: `throwsWhenCancelledBefore`, `throwsWhenCancelledDuring` | — | — |
@@ -307,13 +307,13 @@ struct BridgeAFutureTests {
     #expect(forecast == "cloudy")
   }
 
-  @Test("Each future gives its own value, one after another, a thousand times")
+  @Test("Each future gives its own value, one after another, a hundred times")
   func eachFutureItsOwnValue() async throws {
     // Each future is let go before the next is made, so a new one is often made where the
     // last one was: anything kept by a future's identity answers for the wrong future.
     let wrong = try await withDeadline(.seconds(5), "future.value", hint: valueHint) {
       var wrong: [(expected: Int, got: Int)] = []
-      for number in 0..<1_000 {
+      for number in 0..<100 {
         let promise = CoPromise<Int>()
         let future: CoFuture<Int> = promise
         DispatchQueue.global().async { promise.success(number) }
@@ -325,7 +325,7 @@ struct BridgeAFutureTests {
 
     #expect(
       wrong.isEmpty,
-      "of a thousand futures, awaited one after another, \(wrong.count) gave another future's value (the first: \(wrong.first ?? "")): each await gives the value of the future it awaits; a result kept from an earlier future (keyed by its identity, say) answers for a new one made in the same place"
+      "of a hundred futures, awaited one after another, \(wrong.count) gave another future's value (the first: \(wrong.first ?? "")): each await gives the value of the future it awaits; a result kept from an earlier future (keyed by its identity, say) answers for a new one made in the same place"
     )
   }
 }
