@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 import Testing
 import WorkbookTesting
 
@@ -19,8 +20,13 @@ private let cancelHint =
 /// test hands its timer to ``dispose(_:)`` when it is done, whatever happened.
 private struct TestTimer: @unchecked Sendable {
   // Dispatch sources are thread-safe; the protocol just does not say so.
-  let source: any DispatchSourceTimer = DispatchSource.makeTimerSource(
-    queue: DispatchQueue(label: "TimerTicksTests"))
+  let source: any DispatchSourceTimer
+
+  init() {
+    let queue = DispatchQueue(label: "TimerTicksTests")
+    queue.setSpecific(key: onATimersQueue, value: true)
+    source = DispatchSource.makeTimerSource(queue: queue)
+  }
 
   var isCancelled: Bool { source.isCancelled }
 
@@ -30,6 +36,43 @@ private struct TestTimer: @unchecked Sendable {
   func dispose() {
     source.cancel()
     source.activate()
+  }
+}
+
+/// Set on every test timer's queue, so code can tell whether it runs inside a timer's handler.
+private let onATimersQueue = TimerQueueKey().key
+
+/// Holds the key; `@unchecked` because Dispatch does not mark its keys Sendable everywhere,
+/// and this one is only ever read.
+private struct TimerQueueKey: @unchecked Sendable {
+  let key = DispatchSpecificKey<Bool>()
+}
+
+/// A task executor that counts, while it records, the times it is handed a job from inside
+/// a timer's handler and from anywhere else. A loop waiting for a tick is handed back to its
+/// executor by whoever yields the tick, so this says where the ticks were yielded.
+private final class WakeRecorder: TaskExecutor, Sendable {
+  private struct Wakes {
+    var recording = false
+    var fromTheHandler = 0
+    var fromElsewhere = 0
+  }
+  private let queue = DispatchQueue(label: "WakeRecorder")
+  private let wakes = Mutex(Wakes())
+
+  var fromTheHandler: Int { wakes.withLock { $0.fromTheHandler } }
+  var fromElsewhere: Int { wakes.withLock { $0.fromElsewhere } }
+
+  func record(_ on: Bool) { wakes.withLock { $0.recording = on } }
+
+  func enqueue(_ job: consuming ExecutorJob) {
+    let inTheHandler = DispatchQueue.getSpecific(key: onATimersQueue) == true
+    wakes.withLock { wakes in
+      guard wakes.recording else { return }
+      if inTheHandler { wakes.fromTheHandler += 1 } else { wakes.fromElsewhere += 1 }
+    }
+    let job = UnownedJob(job)
+    queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
   }
 }
 
@@ -69,6 +112,7 @@ private func first(
 /// | ticks read, the loop breaks | numbered from 1, in order: `ticksComeInOrder` | — | cancelled: `cancelsWhenTheLoopBreaks` | the first an interval from now, then one per interval: `ticksComeInOrder` |
 /// | a slow loop | the newest tick, no backlog: `aSlowConsumerGetsTheNewestTick` | — | — | — |
 /// | a timer firing every 50 µs | never a tick after a newer one: `fastTicksNeverGoBack` | — | — | — |
+/// | a tick yielded later, by a task or another queue | the loop is woken from inside the handler, so no tick can overtake another: `ticksArePassedOnInTheHandler` | — | — | — |
 /// | the task is cancelled | — | the loop ends: `cancelsWhenTheTaskIsCancelled` | cancelled: `cancelsWhenTheTaskIsCancelled` | — |
 /// | the stream is dropped unread | — | — | cancelled: `cancelsWhenTheStreamIsDropped` | — |
 /// | somebody else cancels the timer | — | the stream ends: `endsWhenTheTimerIsCancelled` | — | — |
@@ -208,6 +252,47 @@ struct TimerTicksTests {
       did: \(problems.joined(separator: "; ")). A progress display fed by it would jump \
       back. Pass each tick on before the timer's handler returns: work handed to a task of its \
       own may run in any order
+      """)
+  }
+
+  @Test("Each tick reaches the waiting loop from inside the timer's handler")
+  func ticksArePassedOnInTheHandler() async throws {
+    // Order is a property no test run can prove by watching: ticks handed to tasks or to
+    // another queue come out of order only when the machine happens to run them so. Where
+    // the waiting loop is woken from is certain: by whoever yields the tick. Yielded in the
+    // handler, a tick is in the stream before the next firing can start, so none can
+    // overtake it.
+    var elsewhere = 0
+    var woken = 0
+    for _ in 1...3 where woken == 0 {
+      let timer = TestTimer()
+      defer { timer.dispose() }
+      let recorder = WakeRecorder()
+      try await withDeadline(.seconds(2), "the loop over ticks(of:every:)", hint: ticksHint) {
+        await withTaskExecutorPreference(recorder) {
+          // From here on the loop runs on the recorder, and only a tick (or the end of the
+          // stream) hands it back to it.
+          recorder.record(true)
+          var count = 0
+          for await _ in ticks(of: timer.source, every: interval) {
+            count += 1
+            if count == 4 { break }
+          }
+          recorder.record(false)
+        }
+      }
+      elsewhere += recorder.fromElsewhere
+      woken += recorder.fromTheHandler + recorder.fromElsewhere
+    }
+
+    #expect(
+      elsewhere == 0,
+      """
+      of the \(woken) times a tick woke the waiting loop, \(elsewhere) came from outside the \
+      timer's handler: the tick was yielded later, by a task or a queue the handler passed it \
+      to, and such ticks may reach the loop in any order, an older one after a newer one. \
+      Yield each tick in the handler itself, before it returns: a tick must never reach the \
+      loop after a newer one
       """)
   }
 
