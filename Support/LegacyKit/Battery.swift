@@ -34,6 +34,10 @@ public final class Battery: @unchecked Sendable {
   private static let postingLock = NSLock()
   private static var postingThreads: [pthread_t] = []
 
+  /// Whether this thread is inside a post of ``simulateChanges(to:)`` right now, running the
+  /// observers of a change.
+  public static var isPostingOnThisThread: Bool { isPosting }
+
   private static var isPosting: Bool {
     postingLock.lock()
     defer { postingLock.unlock() }

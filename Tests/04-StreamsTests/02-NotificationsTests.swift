@@ -127,6 +127,7 @@ private func readsAfterTheEnd(of battery: Battery) async -> Int {
 /// | path | levels (count, order) | end | observer | thread, timing |
 /// | --- | --- | --- | --- | --- |
 /// | changes posted, the loop breaks | each new level, in order: `yieldsEachLevel`; through 0 and up again: `flatAndChargedAgain` | — notifications never end: the loop ends the stream | removed: `removesTheObserverWhenTheLoopBreaks` | inside `post`, on the battery's queue, later; the level read in the block that was posted: `yieldsEachLevel` |
+/// | a level yielded later, by a task or a queue | the loop is woken from inside the post, so no level can overtake another: `levelsArePassedOnInThePost` | — | — | — |
 /// | 3,000 changes, microseconds apart | all, once each, in order: `everyLevelInOrder` | — | — | from one thread of their own: `everyLevelInOrder` |
 /// | changes from many threads at once | each exactly once: `postsFromManyThreads` | — | — | four posting threads: `postsFromManyThreads` |
 /// | the task is cancelled, before or after a change | — | the loop ends: `removesTheObserverWhenTheTaskIsCancelled` | removed: `removesTheObserverWhenTheTaskIsCancelled` | in a storm of posts from other threads: `endsDuringAStorm` |
@@ -320,5 +321,55 @@ struct NotificationsTests {
         rawValue: "after both streams ended, a change still ran an observer block: each "
           + "stream must remove the observer it added, however many streams listen to the "
           + "battery"))
+  }
+
+  @Test("Each level reaches the waiting loop from inside the post that announced it")
+  func levelsArePassedOnInThePost() async throws {
+    // Levels handed to tasks or to a queue come out of order only when the machine happens
+    // to run them so; where the waiting loop is woken from is certain: by whoever yields the
+    // level. Yielded in the observer block, inside the post, a level is in the stream before
+    // the next change can be posted, so none can overtake it.
+    var elsewhere = 0
+    var woken = 0
+    for _ in 1...3 where woken == 0 {
+      let battery = makeBattery()
+      let handOver = Locked<AsyncStream<Int>?>(levelChanges(of: battery))
+      let wakes = WakeWatch { Battery.isPostingOnThisThread }
+      try await withDeadline(
+        .seconds(2), "the loop over levelChanges(of:)",
+        likelyCause: { diagnosis(of: battery, seen: [], wanted: 10) }
+      ) {
+        await withTaskExecutorPreference(wakes) {
+          guard let stream = handOver.withLock({ $0.take() }) else { return }
+          // From here on the loop runs on the watch, and only a level (or the end of the
+          // stream) hands it back to it.
+          wakes.watch(true)
+          Thread {
+            for level in 1...10 {
+              battery.simulateChanges(to: [level])
+              usleep(2_000)
+            }
+          }.start()
+          var count = 0
+          for await _ in stream {
+            count += 1
+            if count == 10 { break }
+          }
+          wakes.watch(false)
+        }
+      }
+      elsewhere += wakes.fromElsewhere
+      woken += wakes.fromInside + wakes.fromElsewhere
+    }
+
+    #expect(
+      elsewhere == 0,
+      because(
+        "of the \(woken) times a level woke the waiting loop, \(elsewhere) came from outside "
+          + "the post that announced it: the level was yielded later, by a task or a queue the "
+          + "observer block handed it to, and levels passed on later may reach the loop in any "
+          + "order, an old level after a newer one. Yield each level in the observer block "
+          + "itself, before post returns: work handed to a task of its own may run in any order"
+      ))
   }
 }

@@ -1,5 +1,4 @@
 import Dispatch
-import Synchronization
 import Testing
 import WorkbookTesting
 
@@ -46,34 +45,6 @@ private let onATimersQueue = TimerQueueKey().key
 /// and this one is only ever read.
 private struct TimerQueueKey: @unchecked Sendable {
   let key = DispatchSpecificKey<Bool>()
-}
-
-/// A task executor that counts, while it records, the times it is handed a job from inside
-/// a timer's handler and from anywhere else. A loop waiting for a tick is handed back to its
-/// executor by whoever yields the tick, so this says where the ticks were yielded.
-private final class WakeRecorder: TaskExecutor, Sendable {
-  private struct Wakes {
-    var recording = false
-    var fromTheHandler = 0
-    var fromElsewhere = 0
-  }
-  private let queue = DispatchQueue(label: "WakeRecorder")
-  private let wakes = Mutex(Wakes())
-
-  var fromTheHandler: Int { wakes.withLock { $0.fromTheHandler } }
-  var fromElsewhere: Int { wakes.withLock { $0.fromElsewhere } }
-
-  func record(_ on: Bool) { wakes.withLock { $0.recording = on } }
-
-  func enqueue(_ job: consuming ExecutorJob) {
-    let inTheHandler = DispatchQueue.getSpecific(key: onATimersQueue) == true
-    wakes.withLock { wakes in
-      guard wakes.recording else { return }
-      if inTheHandler { wakes.fromTheHandler += 1 } else { wakes.fromElsewhere += 1 }
-    }
-    let job = UnownedJob(job)
-    queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
-  }
 }
 
 /// Iterates a new stream of ticks until it has `count`, then breaks out of the loop; the
@@ -267,22 +238,22 @@ struct TimerTicksTests {
     for _ in 1...3 where woken == 0 {
       let timer = TestTimer()
       defer { timer.dispose() }
-      let recorder = WakeRecorder()
+      let wakes = WakeWatch { DispatchQueue.getSpecific(key: onATimersQueue) == true }
       try await withDeadline(.seconds(2), "the loop over ticks(of:every:)", hint: ticksHint) {
-        await withTaskExecutorPreference(recorder) {
-          // From here on the loop runs on the recorder, and only a tick (or the end of the
+        await withTaskExecutorPreference(wakes) {
+          // From here on the loop runs on the watch, and only a tick (or the end of the
           // stream) hands it back to it.
-          recorder.record(true)
+          wakes.watch(true)
           var count = 0
           for await _ in ticks(of: timer.source, every: interval) {
             count += 1
             if count == 4 { break }
           }
-          recorder.record(false)
+          wakes.watch(false)
         }
       }
-      elsewhere += recorder.fromElsewhere
-      woken += recorder.fromTheHandler + recorder.fromElsewhere
+      elsewhere += wakes.fromElsewhere
+      woken += wakes.fromInside + wakes.fromElsewhere
     }
 
     #expect(
