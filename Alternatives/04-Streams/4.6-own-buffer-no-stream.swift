@@ -37,6 +37,13 @@ final class VibrationMonitor: VibrationSensorDelegate, @unchecked Sendable {
 
   func stop() {
     sensor.stop()
+    // A pause survives a restart: lift ours, so that the next start is not held back.
+    lock.lock()
+    if paused {
+      paused = false
+      sensor.resume()
+    }
+    lock.unlock()
     sensor.delegate = nil
   }
 
@@ -133,6 +140,7 @@ private final class BufferedFeed: VibrationSensorDelegate, Sendable {
     /// Set once the sequence is over: nil ends it, an error is thrown once and then nil.
     var end: (any Error)?? = .none
     var cancelled = false
+    var stopped = false
   }
 
   private let sensor: VibrationSensor
@@ -151,6 +159,15 @@ private final class BufferedFeed: VibrationSensorDelegate, Sendable {
 
   func stop() {
     sensor.stop()
+    // The sensor keeps a pause across a restart: lift ours, for the next sequence's sake,
+    // and let no reading still on its way pause it again.
+    state.withLock { state in
+      state.stopped = true
+      if state.paused {
+        state.paused = false
+        sensor.resume()
+      }
+    }
     sensor.delegate = nil
   }
 
@@ -192,7 +209,7 @@ private final class BufferedFeed: VibrationSensorDelegate, Sendable {
     let waiter = state.withLock { state -> CheckedContinuation<Vibration?, any Error>? in
       if let waiter = state.waiter.take() { return waiter }
       state.buffer.append(reading)
-      if !state.paused && state.buffer.count >= capacity {
+      if !state.paused && !state.stopped && state.buffer.count >= capacity {
         state.paused = true
         sensor.pause()
       }

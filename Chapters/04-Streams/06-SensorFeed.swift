@@ -37,6 +37,13 @@ final class VibrationMonitor: VibrationSensorDelegate, @unchecked Sendable {
 
   func stop() {
     sensor.stop()
+    // A pause survives a restart: lift ours, so that the next start is not held back.
+    lock.lock()
+    if paused {
+      paused = false
+      sensor.resume()
+    }
+    lock.unlock()
     sensor.delegate = nil
   }
 

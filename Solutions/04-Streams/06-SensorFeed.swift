@@ -37,6 +37,13 @@ final class VibrationMonitor: VibrationSensorDelegate, @unchecked Sendable {
 
   func stop() {
     sensor.stop()
+    // A pause survives a restart: lift ours, so that the next start is not held back.
+    lock.lock()
+    if paused {
+      paused = false
+      sensor.resume()
+    }
+    lock.unlock()
     sensor.delegate = nil
   }
 
@@ -134,8 +141,9 @@ private final class VibrationFeed: VibrationSensorDelegate, Sendable {
   private let sensor: VibrationSensor
   private let capacity: Int
   private let continuation: AsyncThrowingStream<Vibration, any Error>.Continuation
-  /// Readings yielded and not yet read, and whether this feed has paused the sensor.
-  private let state = Mutex((unread: 0, paused: false))
+  /// Readings yielded and not yet read, whether this feed has paused the sensor, and
+  /// whether the sequence has ended.
+  private let state = Mutex((unread: 0, paused: false, ended: false))
 
   init(
     sensor: VibrationSensor, capacity: Int,
@@ -157,6 +165,16 @@ private final class VibrationFeed: VibrationSensorDelegate, Sendable {
 
   private func stop() {
     sensor.stop()
+    // A pause survives a restart: lift this feed's own, or the next sequence on this sensor
+    // would start it held back, and wait forever. Under the lock, and marked ended, so that
+    // a reading still being delivered cannot pause it again.
+    state.withLock { state in
+      state.ended = true
+      if state.paused {
+        state.paused = false
+        sensor.resume()
+      }
+    }
     sensor.delegate = nil
   }
 
@@ -179,7 +197,7 @@ private final class VibrationFeed: VibrationSensorDelegate, Sendable {
     // Counted before it is yielded, so that the reader's wasRead() never comes first.
     state.withLock { state in
       state.unread += 1
-      if !state.paused && state.unread >= capacity {
+      if !state.paused && !state.ended && state.unread >= capacity {
         state.paused = true
         sensor.pause()
       }

@@ -91,7 +91,7 @@ private func readUnlessTheStartWasMissed<T: Sendable>(
 /// | the loop breaks | the ones read: `breakStops` | — | stopped: `breakStops` | — |
 /// | the reading task is cancelled | — | the loop ends: `cancelStops` | stopped: `cancelStops` | — |
 /// | the sequence is dropped unread | — | — | stopped: `droppedStops` | — |
-/// | a second sequence after the first ended | its own readings: `restartsForANewSequence` | — | started again: `restartsForANewSequence` | — |
+/// | a second sequence after the first ended | its own readings: `restartsForANewSequence` | — | started again: `restartsForANewSequence`; not left paused by the first: `restartsAfterAPausedEnd` | — |
 /// | a slow sensor (2.5 s to its end) | — | ends with the session: `slowSensor` | — | the wait blocks no thread: `slowSensor` |
 /// | two sequences at once on one sensor | — the sensor has one delegate: one sequence at a time, by its contract | | | |
 // One test at a time: `slowPauseIsNotOvertaken`'s sensor takes 30 ms per pause on its
@@ -502,6 +502,40 @@ struct SensorFeedTests {
 }
 
 extension SensorFeedTests {
+  @Test("A sequence that ends while it holds the sensor paused leaves it free for the next")
+  func restartsAfterAPausedEnd() async throws {
+    // This sensor sends as fast as its queue runs: a reader that takes one and waits finds
+    // it paused, and the pause survives the stop, as the sensor's documentation says.
+    let sensor = VibrationSensor(runs: [.init(readings: 100_000, then: .finished)], interval: .zero)
+    let capacity = 4
+    let first = try await withDeadline(
+      .seconds(2), "the first loop over vibrations(…)", hint: pausedForGood
+    ) {
+      var readings: [Vibration] = []
+      for try await reading in vibrations(from: sensor, capacity: capacity) {
+        readings.append(reading)
+        // The queue fills up behind the first reading, and the sensor is paused.
+        _ = await eventually(within: .seconds(1)) { sensor.isPaused }
+        break
+      }
+      return readings
+    }
+    guard sensor.pauses > 0 else {
+      // Never paused: this test has nothing to say (backPressure names that).
+      return
+    }
+    #expect(first.count == 1)
+    #expect(await eventually(within: .seconds(1)) { !sensor.isRunning }, "\(stopHint)")
+
+    let second = try await read(
+      sensor, capacity: capacity, limit: 3,
+      hint: "the first sequence ended while it held the sensor paused, and a pause survives "
+        + "a stop: a new sequence started the sensor, and no reading came. When a sequence "
+        + "ends, resume() the sensor if it paused it")
+    #expect(second.count == 3, "the second sequence must get readings")
+    #expect(await eventually(within: .seconds(1)) { !sensor.isRunning }, "\(stopHint)")
+  }
+
   @Test("A paused sensor stays paused until the reader has read half of what waits")
   func staysPausedUntilHalfIsRead() async throws {
     // This sensor sends as fast as its queue runs, so the waiting readings fill up at once.
