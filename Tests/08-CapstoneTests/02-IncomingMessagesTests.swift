@@ -105,6 +105,8 @@ private func expectNoError(
 /// | --- | --- | --- | --- |
 /// | lines after the welcome | each one, whatever it says (a greeting that starts like the welcome too): `linesArriveInOrder`, `burstIsKept` | the delegate lives on: `delegateStaysAlive` | in order: `linesArriveInOrder`; 200 lines and the end in one burst: `burstThenEnd`; in order and before the end even when tasks started on the callbacks' thread run backwards (`withPlainThreadJobsReordered`): `inOrderWhateverTheTaskOrder` |
 /// | lines before anyone iterates | all kept (100): `burstIsKept` | — | in order: `burstIsKept` |
+/// | the delegate set from a task, after `incomingLines()` returned | — not caught every run: the task has run by the time the caller connects on every machine we saw; only holding every thread of the pool shows it, which disturbs the suite's other tests | | |
+/// | lines with spaces around them, or starting with `!` | each one as sent: `linesComeAsSent` | — | — |
 /// | our `disconnect()` | finishes cleanly: `disconnectFinishesCleanly` | delegate let go: `letsGoWhenItEnds` | the end after the last line: `burstThenEnd` |
 /// | the server closes | throws `.closedByServer`: `serverLossThrows` | delegate let go: `letsGoWhenItEnds` | — |
 /// | the connection is reset | throws `.socket(…)`: `resetThrows` | — | — |
@@ -481,5 +483,41 @@ struct IncomingMessagesTests {
       Comment(
         rawValue: leak + " (the connect was refused and the stream dropped, so no "
           + "didDisconnectWithError ever came: only the stream's end can let go)"))
+  }
+}
+
+extension IncomingMessagesTests {
+  @Test("Each line comes as the server sent it: spaces kept, and one that starts with ! too")
+  func linesComeAsSent() async throws {
+    let greeting = [
+      "  an indented line, with two spaces after it  ",
+      "! a line that starts like a refusal, and is just a line",
+      "* the last line",
+    ]
+    let server = try startedServer(greeting: greeting)
+    defer { server.stop() }
+    let connection = ChatConnection()
+    let lines = connection.incomingLines()
+    // Only the lines here, not when the delegate is set (see the table).
+    _ = await eventually { connection.delegate != nil }
+    try await legacyConnect(connection, port: server.port, name: "alice")
+
+    let collected = await collect("the first 3 lines of incomingLines()", from: lines) {
+      $0.count == 3
+    }
+
+    let ending = collected.end.map { end in
+      switch end {
+      case .success: " and then it finished"
+      case .failure(let error): " and then it threw \(error)"
+      }
+    }
+    #expect(
+      collected.lines == greeting,
+      Comment(
+        rawValue: "the server sent \(greeting), and the stream gave \(collected.lines)"
+          + (ending ?? "") + ": every line after the welcome is a message, to pass on as it "
+          + "came, spaces and all, whatever it starts with; only the delegate's "
+          + "didDisconnect ends the stream"))
   }
 }
