@@ -217,7 +217,7 @@ private func refusingListener(on port: UInt16) async throws -> RefusingListener 
 /// | first connect fails | its error, at once: `firstConnectFails` | — | no wait: `firstConnectFails` |
 /// | the server goes away | goes on: `reconnects` | — | "* connection lost", waits 1 s, then 2 s after a failed try: `reconnects`; tries only after each wait: `triesAfterEachWait` |
 /// | the server closes on it but stays up, or resets it | goes on: `waitsEvenIfTheServerIsBack` | back in the chat after the wait: `waitsEvenIfTheServerIsBack` | the first try only after `firstDelay`, for every loss: `waitsEvenIfTheServerIsBack` |
-/// | back after a wait | goes on | the new connection's greeting kept, lines both ways: `reconnects` | "* reconnected": `reconnects`; the next loss starts from `firstDelay`: `reconnects`, `waitsEvenIfTheServerIsBack` |
+/// | back after a wait | goes on | the new connection's greeting kept, lines both ways: `reconnects` | "* reconnected": `reconnects`; the next loss starts from `firstDelay`, with `policy.attempts` tries of its own: `reconnects`, `waitsEvenIfTheServerIsBack` |
 /// | typed while away | — | — | "! not sent: LINE": `reconnects` |
 /// | every try fails | `ReconnectError.gaveUp`: `givesUp` | the input side stops: `givesUp` | waits 1, 2, 4 s: `givesUp`; exactly `policy.attempts` tries, each after its wait: `triesAfterEachWait` |
 /// | cancelled while connected | ends: `cancelling` | hangs up, the input side stops: `cancelling` | — |
@@ -373,6 +373,20 @@ struct ReconnectTests {
       after a successful reconnection, the next loss must start again from \
       policy.firstDelay: the waits were \(alice.clock.requestedSleeps)
       """)
+    // And with the policy's tries of its own: its first try fails too, and the chat waits
+    // again, although the first loss used two tries.
+    alice.clock.advance(by: policy.firstDelay)
+    _ = await eventually { alice.clock.sleeperCount > 0 || alice.ended.value }
+    guard !alice.ended.value else {
+      let outcome = await alice.run.result.mapError { $0 as any Error }
+      Issue.record(
+        Comment(
+          rawValue: "after a second loss, runReconnectingChat(…) \(outcome.described) once its "
+            + "first try failed, where policy.attempts is \(policy.attempts): every loss has "
+            + "the policy's tries of its own; a count kept across losses gives up on the tries "
+            + "an earlier loss used"))
+      return
+    }
 
     alice.input.finish()
     try await alice.end(
