@@ -13,7 +13,8 @@ import WorkbookTesting
 /// | both arrive (each inside the call, soon, later) | the image with its metadata: `returnsBoth` | — | any thread, any mix: `returnsBoth` |
 /// | metadata asked for | — | only after the image has arrived: `metadataAfterImage` | — |
 /// | image fails | `imageUnavailable`: `imageFails` | the metadata never asked for: `imageFails` | — |
-/// | metadata fails | `metadataUnavailable`: `metadataFails` | — | — |
+/// | metadata fails | `metadataUnavailable`: `metadataFails` | asked for once: `oneRequestPerPartPerCall` | — |
+/// | the same item twice | the item each time | each part asked for again: `oneRequestPerPartPerCall` | — |
 /// | answers on the caller's own thread, late | both parts: `suspendsWhileWaiting` | — | suspends for each, neither blocks nor polls: `suspendsWhileWaiting` |
 /// | another item after a failure | its image and metadata: `reuse` | — | — |
 /// | image and metadata 2.5 s late each | the item: `slowDownloaderHoldsNoThread` | — | holds no thread of the pool while it waits, in any task: `slowDownloaderHoldsNoThread` |
@@ -222,5 +223,44 @@ struct NestedCallbacksTests {
     }
 
     #expect(item == GalleryItem(image: Self.sunsetBytes, metadata: Self.sunsetMetadata))
+  }
+
+  @Test("Each call asks for each part once: again for the same item, once for one that fails")
+  func oneRequestPerPartPerCall() async throws {
+    let downloader = ImageDownloader(catalogue: Self.catalogue)
+    for _ in 1...2 {
+      _ = try await withDeadline(.seconds(2), Self.name, hint: Self.hint) {
+        try await loadGalleryItem(Self.sunset, from: downloader)
+      }
+    }
+    let failing = ImageDownloader(catalogue: Self.catalogue)
+    await Self.expectGalleryError(.metadataUnavailable) {
+      try await loadGalleryItem(Self.untitled, from: failing)
+    }
+
+    func requests(_ downloader: ImageDownloader) -> [ImageDownloader.Event] {
+      downloader.events.filter {
+        switch $0 {
+        case .imageRequested, .metadataRequested: true
+        case .imageDelivered, .metadataDelivered: false
+        }
+      }
+    }
+    let twice = requests(downloader)
+    #expect(
+      twice == [
+        .imageRequested(Self.sunset), .metadataRequested(Self.sunset),
+        .imageRequested(Self.sunset), .metadataRequested(Self.sunset),
+      ],
+      Comment(
+        rawValue: "the same item loaded twice made these requests: \(twice.map(\.description)); "
+          + "each call asks the downloader for its image and then its metadata: the server may "
+          + "have changed them, so nothing is kept from one call to the next"))
+    let once = requests(failing)
+    #expect(
+      once == [.imageRequested(Self.untitled), .metadataRequested(Self.untitled)],
+      Comment(
+        rawValue: "a load whose metadata failed made these requests: \(once.map(\.description)); "
+          + "ask for each part once: a failure is the answer, to throw, not a reason to ask again"))
   }
 }
