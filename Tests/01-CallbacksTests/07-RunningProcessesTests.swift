@@ -86,6 +86,7 @@ struct WatchedRunner: Sendable {
 /// | the pipes read by blocking reads on a global Dispatch queue, not on threads of their own | — not tested: it works, since libdispatch adds a worker when one blocks, and holds no thread of Swift's pool (the pool check passes); what it costs, a Dispatch worker held per running program up to libdispatch's cap, shows only with hundreds of programs at once | | | |
 /// | cancelled (before, during, after) | — run() promises nothing for a cancelled task: the program runs to its end | | | |
 /// | output still in the pipes when the program ends, read by readability handlers | — a run that returns at the termination handler without waiting for each pipe's end loses what the handlers had not read yet; whether any was left depends on when the handlers ran, which no test can steer (not caught) | | | |
+/// | the waiter checks "ended already?" and stores its continuation under two separate locks | — not caught: the program must end in the nanoseconds between the two steps, which no test can steer | | | |
 @Suite("1.7 A real Linux API")
 struct RunningProcessesTests {
   /// How the runner's processes behave, so each test can try the awkward timing too.

@@ -30,6 +30,7 @@ import WorkbookTesting
 /// | session events off the main queue | — the scanner posts them to the main queue only, so a conformance isolated to the main actor is never used elsewhere | | |
 /// | a label method isolated to the main actor whose body only hops | — it runs on the decoding queue though the compiler takes it for main-actor code, but changes nothing there: neither a trap nor a failed cast shows it at run time (Swift 6.3, Linux), so no test can (the compiler accepts the conformance, as it cannot see which queue the scanner calls it on; only the scanner's doc comment says) | | |
 /// | the screen released while scanning | — the scanner holds its delegates weakly, and the screen promises nothing then | | |
+/// | a label posted with `DispatchQueue.main.asyncAfter(deadline: .now())` | — not a mistake here: libdispatch turns a deadline already passed into a plain `async`, in line with the scanner's events | | |
 @MainActor
 @Suite("10.4 A main-actor delegate", .serialized)
 struct MainActorDelegateTests {
