@@ -96,7 +96,7 @@ private func expectPaired(
 /// | path | result, error | delegate, session | progress (count, order) | thread, timing |
 /// | --- | --- | --- | --- | --- |
 /// | pairs, reported inside `startPairing` | the scale: `storesBeforeStarting` | stored before starting: `storesBeforeStarting` | all, in order, before return: `storesBeforeStarting` | — |
-/// | pairs, later or on another thread | the scale: `pairsAndReportsProgress` | one start: `pairsAndReportsProgress` | 300 values, once each, in order, none after return: `pairsAndReportsProgress` | any thread: `pairsAndReportsProgress` |
+/// | pairs, later or on another thread | the scale: `pairsAndReportsProgress` | one start: `pairsAndReportsProgress` | 300 values, once each, in order, none after return: `pairsAndReportsProgress`; a repeated value and one going back too: `progressAsReported` | any thread: `pairsAndReportsProgress` |
 /// | fails | the session's error, unchanged: `throwsTheSessionsError` | — | — | — |
 /// | cancelled on the scale | `PairingCancelled`: `cancelledOnTheScale` | — | — | — |
 /// | cancelled by the app (`session.cancel()`) | `PairingCancelled`: `cancelledByTheApp` | started at once: `cancelledByTheApp` | — | — |
@@ -377,6 +377,25 @@ struct ScalePairingTests {
     }
 
     #expect(paired == scale, "pairScale must return the scale the session paired with")
+  }
+
+  @Test("Passes on every progress value as reported: a repeated one, and one that goes back")
+  func progressAsReported() async throws {
+    // A scale that resends a value, and one that starts a step over, report it so.
+    let steps = [0.2, 0.2, 0.5, 0.4, 0.8, 1.0]
+    let session = ScalePairingSession(outcome: .pairs(scale), progress: steps, script: .default)
+    let log = EventLog<Double>()
+
+    let outcome = try await pairing(session, hint: pairHint, log: log)
+
+    expectPaired(outcome, "the session paired with it")
+    #expect(
+      log.received == steps,
+      """
+      the session reported \(steps), and progress received \(log.received): pass each value \
+      on as the session reports it, a repeated one and one that goes back included; what to \
+      draw is the caller's choice
+      """)
   }
 }
 

@@ -12,6 +12,7 @@ import WorkbookTesting
 /// | --- | --- | --- | --- |
 /// | an account with an avatar (inside the call, soon, later) | name and avatar: `loadsTheAvatar` | one account request, one avatar request: `loadsTheAvatar` | any thread: `loadsTheAvatar` |
 /// | an account without an avatar | a card with no avatar, not a hang: `loadsACardWithoutAvatar` | — | — |
+/// | an avatar of zero bytes | a card with that empty avatar, not none: `emptyAvatarIsAnAvatar` | — | — |
 /// | an unknown account | the service's error: `unknownAccountThrows` | no avatar asked for: `unknownAccountThrows` | — |
 /// | the avatar fails to send | the service's error: `brokenAvatarThrows` | one avatar request, no retry: `brokenAvatarThrows` | — |
 /// | without an avatar, then with one, on one service | each its own card: `reuse` | — | — |
@@ -171,5 +172,21 @@ struct FindTheLeakTests {
             + "before the answer (a blocking wait with a timeout?); suspend on a continuation "
             + "until the server answers, however long it takes"
           : "the card is \(card), not Ada's with her portrait"))
+  }
+
+  @Test("An avatar of zero bytes is an avatar: the card has it, empty")
+  func emptyAvatarIsAnAvatar() async throws {
+    let service = AccountService(accounts: [Self.ada], avatars: [Self.ada.avatarKey: Data()])
+
+    let card = try await withDeadline(.seconds(2), "loadProfileCard(id:from:)", hint: Self.hint) {
+      try await loadProfileCard(id: Self.ada.id, from: service)
+    }
+
+    #expect(
+      card == ProfileCard(name: "Ada", avatar: Data()),
+      Comment(
+        rawValue: "the service sent Ada's avatar, zero bytes long, and the card is \(card): "
+          + "only a nil image means no avatar; what the service sent, however short, is "
+          + "passed on as it came"))
   }
 }
