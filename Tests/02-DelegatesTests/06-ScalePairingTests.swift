@@ -105,7 +105,7 @@ private func expectPaired(
 /// | pairs as the app cancels, on two threads at once | the scale or `PairingCancelled`, once: `pairsAsTheAppCancels`, round after round: `pairsAsTheAppCancelsAgainAndAgain` | — | — | the two reports overlap, held in the delegate accessors: `pairsAsTheAppCancels`; released together with random offsets: `pairsAsTheAppCancelsAgainAndAgain` |
 /// | slow scale | the scale: `keepsTheDelegateAlive`, `slowScale` | the delegate outlives the wait (held weakly by the session): `keepsTheDelegateAlive` | — | suspends on the reporting thread: `suspendsWhileWaiting`; 2.5 s blocks no thread: `slowScale` |
 /// | pairs: the caller answered | the scale: `letsGoOfTheSessionBeforeTheCallerGoesOn` | no delegate of the pairing left on the session when the caller is resumed: `letsGoOfTheSessionBeforeTheCallerGoesOn` | — | — |
-/// | paired again on the same session | each pairing its own outcome: `pairsAgain` | three starts: `pairsAgain` | — | — |
+/// | paired again on the same session | each pairing its own outcome, also after a success: `pairsAgain` | one start per call: `pairsAgain` | — | — |
 /// | two pairings at once on one session | — the session pairs one at a time, by its contract | | | |
 /// | the calling task cancelled | — the doc comment promises nothing for it: the session's own `cancel()` is how a pairing is stopped | | | |
 @Suite("2.6 Scale pairing (challenge)")
@@ -364,6 +364,17 @@ struct ScalePairingTests {
     expectPaired(
       try await pairing(session, hint: pairHint), "the third pairing on the session succeeded")
     #expect(session.startCount == 3, "three calls should start three pairings")
+
+    // After a success too: each call pairs anew, and says what the session says now.
+    session.outcome = .fails(.wrongCode)
+    let fourth = try await pairing(session, hint: failureHint)
+    #expect(
+      (fourth.failureValue as? ScalePairingError) == .wrongCode && session.startCount == 4,
+      Comment(
+        rawValue: "after a pairing that succeeded, the next one on the session failed with "
+          + "wrongCode, and pairScale gave \(fourth) with \(session.startCount) pairings "
+          + "started: each call starts a pairing of its own; a scale kept from an earlier "
+          + "pairing hides what the session says now"))
   }
 
   @Test("Suspends while it waits, so a session reporting on its thread can answer")
