@@ -14,7 +14,7 @@ import WorkbookTesting
 /// | count inside the call, soon, later | the count: `refreshShowsTheCount`; in the job refresh() returns in, for a count inside the call and later: `countShownAtReturn` | one: `refreshShowsTheCount` | no main-actor trap on the pedometer's thread: every test |
 /// | count 200 ms late | the count: `refreshWaitsForTheCount` | — | — |
 /// | the pedometer's handler runs | — | — | steps changes only on the main actor: `stepsChangeOnTheMainActor` |
-/// | waiting for the count | nil meanwhile: `refreshSuspends` | — | the main actor stays free: `refreshSuspends`; nothing spins on it: `refreshDoesNotPoll` (a loop that sleeps between looks costs too little time to be told from a wait, and the main actor's jobs cannot be counted on Linux: not caught) |
+/// | waiting for the count | nil meanwhile: `refreshSuspends` | — | the main actor stays free: `refreshSuspends`; nothing spins on it: `refreshDoesNotPoll`; nothing wakes up to look meanwhile (a loop around `Task.sleep`): `refreshWaitsWithoutPolling` |
 /// | a count of 0 (a day just begun) | 0, not the earlier count: `refreshingAgainShowsTheNewCount` | — | — |
 /// | count 2.5 s late | the count: `slowPedometerHoldsNoThread` | — | holds no thread of the pool while it waits, in any task: `slowPedometerHoldsNoThread` |
 /// | refreshed again | the new count: `refreshingAgainShowsTheNewCount` | two: `refreshingAgainShowsTheNewCount` | — |
@@ -271,5 +271,42 @@ struct MainActorIsolationTests {
     try await expectHoldsNoThread("refresh()") { await model.refresh() }
 
     #expect(model.steps == 9_001, Self.notShown(model.steps, expected: 9_001))
+  }
+
+  @Test("refresh() waits for the count without looking again and again")
+  func refreshWaitsWithoutPolling() async throws {
+    // The pedometer answers only when the test lets it, on a background thread.
+    let delivery = Locked<(@Sendable () -> Void)?>(nil)
+    let held = CallbackScheduler(name: "a background thread, when the test lets it") { work in
+      delivery.withLock { $0 = work }
+    }
+    let counter = StepCounter(steps: 4_200, script: CallbackScript(timing: .scheduled(held)))
+    let model = StepsViewModel(counter: counter)
+
+    let refreshing = Task { await model.refresh() }
+    for _ in 0..<200 where delivery.value == nil { try await Task.sleep(for: .milliseconds(10)) }
+    let asked = delivery.value != nil
+    // Nothing happens until the process has had a quiet half second (the other tests of the
+    // suite end within a few seconds) or four have passed. A refresh() that suspends on a
+    // continuation leaves the process asleep; one that looks for the count in a loop around
+    // Task.sleep wakes it each time it looks, however short its sleep.
+    try await Task.sleep(for: .milliseconds(150))
+    let wakeups = await IdleWatch.fewestWakeups(
+      in: .milliseconds(500), within: .seconds(4), atMost: 40)
+    if let work = delivery.withLock({ $0.take() }) { DispatchQueue.global().async(execute: work) }
+    try await withDeadline(.seconds(2), "refresh()", hint: Self.hint) { await refreshing.value }
+
+    #expect(asked, "refresh() never asked the pedometer for the count")
+    #expect(model.steps == 4_200, Self.notShown(model.steps, expected: 4_200))
+    if let wakeups {
+      #expect(
+        wakeups <= 40,
+        Comment(
+          rawValue: "the process woke up at least \(wakeups) times in every half second in "
+            + "which the pedometer had not answered yet (an idle process: about 10): refresh() "
+            + "looks for the count over and over (a loop around Task.sleep?) instead of "
+            + "suspending on a continuation that the handler resumes; on a phone, a loop that "
+            + "looks keeps the CPU awake and drains the battery"))
+    }
   }
 }
