@@ -30,9 +30,18 @@ public final class WakeWatch: TaskExecutor, Sendable {
   /// Jobs handed over from anywhere else while watching.
   public var fromElsewhere: Int { counts.withLock { $0.fromElsewhere } }
 
-  /// Starts or stops counting. Start once the task runs here and is about to wait, so that
-  /// the hop onto this executor is not counted.
-  public func watch(_ on: Bool) { counts.withLock { $0.watching = on } }
+  /// Runs `body` on this executor, counting the jobs it is handed meanwhile. The count
+  /// starts once the task runs here, so the hop onto the executor is not counted: what is,
+  /// is each time a wait of `body` ends.
+  public func counting(
+    isolation: isolated (any Actor)? = #isolation, _ body: () async -> Void
+  ) async {
+    await withTaskExecutorPreference(self) {
+      counts.withLock { $0.watching = true }
+      await body()
+      counts.withLock { $0.watching = false }
+    }
+  }
 
   public func enqueue(_ job: consuming ExecutorJob) {
     let inside = isInside()

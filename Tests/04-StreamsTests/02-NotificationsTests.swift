@@ -339,11 +339,9 @@ struct NotificationsTests {
         .seconds(2), "the loop over levelChanges(of:)",
         likelyCause: { diagnosis(of: battery, seen: [], wanted: 10) }
       ) {
-        await withTaskExecutorPreference(wakes) {
+        // Only a level (or the end of the stream) hands the waiting loop back to the watch.
+        await wakes.counting {
           guard let stream = handOver.withLock({ $0.take() }) else { return }
-          // From here on the loop runs on the watch, and only a level (or the end of the
-          // stream) hands it back to it.
-          wakes.watch(true)
           Thread {
             for level in 1...10 {
               battery.simulateChanges(to: [level])
@@ -355,7 +353,6 @@ struct NotificationsTests {
             count += 1
             if count == 10 { break }
           }
-          wakes.watch(false)
         }
       }
       elsewhere += wakes.fromElsewhere

@@ -240,16 +240,13 @@ struct TimerTicksTests {
       defer { timer.dispose() }
       let wakes = WakeWatch { DispatchQueue.getSpecific(key: onATimersQueue) == true }
       try await withDeadline(.seconds(2), "the loop over ticks(of:every:)", hint: ticksHint) {
-        await withTaskExecutorPreference(wakes) {
-          // From here on the loop runs on the watch, and only a tick (or the end of the
-          // stream) hands it back to it.
-          wakes.watch(true)
+        // Only a tick (or the end of the stream) hands the waiting loop back to the watch.
+        await wakes.counting {
           var count = 0
           for await _ in ticks(of: timer.source, every: interval) {
             count += 1
             if count == 4 { break }
           }
-          wakes.watch(false)
         }
       }
       elsewhere += wakes.fromElsewhere
