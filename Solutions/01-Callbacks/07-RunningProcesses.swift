@@ -5,9 +5,9 @@ struct ExitStatus: Equatable, Sendable {
   /// The exit code, or the signal number when `reason` is `.uncaughtSignal`.
   var code: Int32
   var reason: Process.TerminationReason
-  /// Its standard output, decoded as UTF-8.
+  /// Its standard output, decoded as UTF-8 (a byte that is not UTF-8 becomes U+FFFD).
   var output: String
-  /// Its standard error, decoded as UTF-8.
+  /// Its standard error, decoded as UTF-8 (a byte that is not UTF-8 becomes U+FFFD).
   var errorOutput: String
 
   var succeeded: Bool { reason == .exit && code == 0 }

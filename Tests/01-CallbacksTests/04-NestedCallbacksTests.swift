@@ -17,6 +17,8 @@ import WorkbookTesting
 /// | the same item twice | the item each time | each part asked for again: `oneRequestPerPartPerCall` | — |
 /// | answers on the caller's own thread, late | both parts: `suspendsWhileWaiting` | — | suspends for each, neither blocks nor polls: `suspendsWhileWaiting` |
 /// | another item after a failure | its image and metadata: `reuse` | — | — |
+/// | an image that failed before, now there (another downloader) | the item: `aFailureIsNotRemembered` | both parts asked for: `aFailureIsNotRemembered` | — |
+/// | an empty image (zero bytes) with its metadata | the item, its image empty: `emptyImageIsAnImage` | the metadata asked for: `emptyImageIsAnImage` | — |
 /// | image and metadata 2.5 s late each | the item: `slowDownloaderHoldsNoThread` | — | holds no thread of the pool while it waits, in any task: `slowDownloaderHoldsNoThread` |
 /// | never answered | — the downloader answers every request once; a continuation never resumed fails every test's deadline | | |
 /// | two calls at once | — each call has continuations of its own and shares nothing but the downloader | | |
@@ -109,6 +111,13 @@ struct NestedCallbacksTests {
   static func afterAFailedImage(_ events: [ImageDownloader.Event]) -> String? {
     let imageRequests = events.filter { if case .imageRequested = $0 { true } else { false } }
     let metadataAsked = events.contains { if case .metadataRequested = $0 { true } else { false } }
+    if imageRequests.isEmpty {
+      return """
+        this downloader was never asked for the image, and the call still ended: a failure \
+        remembered from an earlier call (or another downloader) answered in its place; each \
+        call asks its downloader anew, and keeps nothing for the next one
+        """
+    }
     if imageRequests.count > 1 {
       return """
         the image was requested \(imageRequests.count) times for one call: a failed download \
@@ -262,5 +271,49 @@ struct NestedCallbacksTests {
       Comment(
         rawValue: "a load whose metadata failed made these requests: \(once.map(\.description)); "
           + "ask for each part once: a failure is the answer, to throw, not a reason to ask again"))
+  }
+
+  @Test("An image that failed once is asked for again by the next call, and comes")
+  func aFailureIsNotRemembered() async throws {
+    // A URL of its own, so nothing another test did can stand in the way.
+    let url = URL(string: "https://images.example/\(UUID().uuidString).png")!
+    let empty = ImageDownloader(catalogue: [:])
+    await Self.expectGalleryError(.imageUnavailable) {
+      try await loadGalleryItem(url, from: empty)
+    }
+
+    let stocked = ImageDownloader(
+      catalogue: [url: .init(image: Self.sunsetBytes, metadata: Self.sunsetMetadata)])
+    let outcome = try await withDeadline(.seconds(2), Self.name, hint: Self.hint) {
+      await Result { try await loadGalleryItem(url, from: stocked) }
+    }
+
+    #expect(
+      (try? outcome.get()) == GalleryItem(image: Self.sunsetBytes, metadata: Self.sunsetMetadata),
+      Comment(
+        rawValue: stocked.events.isEmpty
+          ? "a second call failed without asking the downloader: a failed image was "
+            + "remembered from an earlier call, so an image that is there now never loads; "
+            + "each call asks anew, and keeps nothing"
+          : "the image is there now, and the second call ended with \(outcome): a failure "
+            + "belongs to the call it happened in"))
+  }
+
+  @Test("An empty image is an image: it comes with its metadata")
+  func emptyImageIsAnImage() async throws {
+    let blank = URL(string: "https://images.example/blank.png")!
+    let metadata = ImageMetadata(width: 0, height: 0, caption: "Blank")
+    let downloader = ImageDownloader(catalogue: [blank: .init(image: Data(), metadata: metadata)])
+
+    let outcome = try await withDeadline(.seconds(2), Self.name, hint: Self.hint) {
+      await Result { try await loadGalleryItem(blank, from: downloader) }
+    }
+
+    #expect(
+      (try? outcome.get()) == GalleryItem(image: Data(), metadata: metadata),
+      Comment(
+        rawValue: "the image download succeeded with zero bytes, and loadGalleryItem(_:from:) "
+          + "ended with \(outcome): an image that arrives is the image, whatever its size; "
+          + "only a failed download is imageUnavailable"))
   }
 }

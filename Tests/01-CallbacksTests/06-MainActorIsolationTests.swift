@@ -17,7 +17,8 @@ import WorkbookTesting
 /// | waiting for the count | nil meanwhile: `refreshSuspends` | — | the main actor stays free: `refreshSuspends`; nothing spins on it: `refreshDoesNotPoll`; nothing wakes up to look meanwhile (a loop around `Task.sleep`): `refreshWaitsWithoutPolling` |
 /// | a count of 0 (a day just begun) | 0, not the earlier count: `refreshingAgainShowsTheNewCount` | — | — |
 /// | count 2.5 s late | the count: `slowPedometerHoldsNoThread` | — | holds no thread of the pool while it waits, in any task: `slowPedometerHoldsNoThread` |
-/// | refreshed again | the new count: `refreshingAgainShowsTheNewCount` | two: `refreshingAgainShowsTheNewCount` | — |
+/// | refreshed again | the new count, by the time it returns: `refreshingAgainShowsTheNewCount` | two: `refreshingAgainShowsTheNewCount` | — |
+/// | the pedometer's count changes while a request waits | the count delivered to that request: `showsTheCountItWasGiven` | — | — |
 /// | never answered, a failure | — a `StepCounter` answers every request once and cannot fail | | |
 /// | two refreshes at once | each returns showing the count: `overlappingRefreshes` | — (asking once or twice are both fine) | — |
 /// | cancelled (before, during, after) | — the pedometer cannot cancel, and refresh() promises nothing for a cancelled task | | |
@@ -204,10 +205,22 @@ struct MainActorIsolationTests {
     #expect(model.steps == 100, Self.notShown(model.steps, expected: 100))
 
     counter.steps = 4_321
-    try await withDeadline(.seconds(2), "a second refresh()", hint: Self.hint) {
-      await model.refresh()
+    let shownAtReturn = try await withDeadline(
+      .seconds(2), "a second refresh()", hint: Self.hint
+    ) {
+      await Self.refreshAndLook(model)
     }
+    // Anything the second refresh() left to run later has had time to run.
+    try await Task.sleep(for: .milliseconds(300))
 
+    #expect(
+      counter.requestCount != 2 || model.steps != 4_321 || shownAtReturn == 4_321,
+      """
+      the second refresh() returned while steps still showed \
+      \(shownAtReturn.map(String.init) ?? "nothing"), and the new count, 4321, came in only \
+      later: it left the work to a task or queue of its own; every refresh returns only once \
+      its count is in steps, the first and every later one
+      """)
     #expect(
       counter.requestCount > 1 || model.steps == 4_321,
       Comment(
@@ -308,5 +321,29 @@ struct MainActorIsolationTests {
             + "suspending on a continuation that the handler resumes; on a phone, a loop that "
             + "looks keeps the CPU awake and drains the battery"))
     }
+  }
+
+  @Test("refresh() shows the count the pedometer gave it, not whatever it holds by then")
+  func showsTheCountItWasGiven() async throws {
+    let counter = StepCounter(steps: 2_048, script: .later(.milliseconds(200)))
+    let model = StepsViewModel(counter: counter)
+
+    let refreshing = Task { await Self.refreshAndLook(model) }
+    for _ in 0..<400 where counter.requestCount == 0 { try await Task.sleep(for: .milliseconds(5)) }
+    try #require(counter.requestCount >= 1, "refresh() never asked the pedometer")
+    // Steps taken while the answer is on its way: they belong to the next request.
+    counter.steps = 2_111
+    let shown = try await withDeadline(.seconds(2), "refresh()", hint: Self.hint) {
+      await refreshing.value
+    }
+
+    #expect(
+      shown != 2_111,
+      """
+      refresh() showed 2111, the count the pedometer holds for its next request, not the \
+      2048 its handler was given: show the count the handler delivers, not a property read \
+      afterwards
+      """)
+    #expect(shown == 2_048 || shown == 2_111, Self.notShown(shown, expected: 2_048))
   }
 }

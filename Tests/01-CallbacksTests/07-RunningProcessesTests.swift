@@ -24,7 +24,7 @@ class WatchedProcess: Process, @unchecked Sendable {
   override var terminationHandler: (@Sendable (Process) -> Void)? {
     get {
       let handler = super.terminationHandler
-      if !isRunning && processIdentifier != 0 {
+      if !super.isRunning && processIdentifier != 0 {
         if handler == nil { foundNoHandler.withLock { $0 = true } }
         handlerLookedUp.signal()
       }
@@ -53,19 +53,57 @@ final class FinishesBeforeRunReturns: WatchedProcess, @unchecked Sendable {
   }
 }
 
-/// A `ProcessRunner` whose processes report a termination handler installed too late.
+/// A real `Process` that exits just after `isRunning` has said it runs.
+///
+/// Asked while the child runs, `isRunning` answers "yes" only once the child has exited and
+/// Foundation has looked for a termination handler: a "still running? then set the handler"
+/// check meets, every time, the end that a short program can bring in the instant between
+/// the two steps. Only the thread that called `run()` is kept waiting: Foundation asks
+/// too, on a thread of its own, before it reaps the child. Use it only with programs that
+/// exit at once.
+final class ExitsRightAfterIsRunning: WatchedProcess, @unchecked Sendable {
+  private let starter = Locked<pthread_t?>(nil)
+
+  override func run() throws {
+    starter.withLock { $0 = pthread_self() }
+    try super.run()
+  }
+
+  override var isRunning: Bool {
+    guard super.isRunning else { return false }
+    guard let starter = starter.value, pthread_equal(starter, pthread_self()) != 0 else {
+      return true
+    }
+    let deadline = Date.now.addingTimeInterval(1)
+    while super.isRunning && Date.now < deadline { Thread.sleep(forTimeInterval: 0.001) }
+    _ = handlerLookedUp.wait(timeout: .now() + .milliseconds(500))
+    return true
+  }
+}
+
+/// A `ProcessRunner` whose processes report a termination handler installed too late, and
+/// are kept, so a test can look at their pipes afterwards.
 struct WatchedRunner: Sendable {
   let runner: ProcessRunner
   /// Whether a termination handler was installed after its child had exited.
   let handlerSetTooLate: Locked<Bool>
+  /// Every process the runner made, in order.
+  let made: Locked<[Process]>
 
-  init(exitingBeforeRunReturns: Bool = false) {
+  init(_ timing: RunningProcessesTests.Timing = .asUsual) {
     let handlerSetTooLate = Locked(false)
+    let made = Locked<[Process]>([])
     self.handlerSetTooLate = handlerSetTooLate
+    self.made = made
     runner = ProcessRunner(makeProcess: {
-      exitingBeforeRunReturns
-        ? FinishesBeforeRunReturns(handlerSetTooLate: handlerSetTooLate)
-        : WatchedProcess(handlerSetTooLate: handlerSetTooLate)
+      let process =
+        switch timing {
+        case .asUsual: WatchedProcess(handlerSetTooLate: handlerSetTooLate)
+        case .exitsBeforeRunReturns: FinishesBeforeRunReturns(handlerSetTooLate: handlerSetTooLate)
+        case .exitsRightAfterIsRunning: ExitsRightAfterIsRunning(handlerSetTooLate: handlerSetTooLate)
+        }
+      made.withLock { $0.append(process) }
+      return process
     })
   }
 }
@@ -75,14 +113,16 @@ struct WatchedRunner: Sendable {
 ///
 /// | path | result, error | output | pipes, handler | thread, timing |
 /// | --- | --- | --- | --- | --- |
-/// | exits 0 (as usual, or before `run()` returns) | code 0, `.exit`: `success`, `trueAndFalse` | all of stdout and stderr, apart: `success` | the handler installed before `run()`: `success` (`exitsBeforeRunReturns`) | — |
+/// | exits 0 (as usual, before `run()` returns, or right after `isRunning` said it runs) | code 0, `.exit`: `success`, `trueAndFalse` | all of stdout and stderr, apart: `success` | the handler installed before `run()`: `success` (`exitsBeforeRunReturns`, `exitsRightAfterIsRunning`) | — |
+/// | writes a character in two writes, its bytes apart; writes bytes that are not UTF-8 | — | the character whole: `characterSplitBetweenWrites`; the rest kept, each bad byte U+FFFD: `bytesThatAreNotUTF8` | — | — |
 /// | exits non-zero | its code: `failure`, `trueAndFalse` | what it wrote: `failure` | — | — |
 /// | killed by a signal | the signal, `.uncaughtSignal`: `killedBySignal` | — | — | — |
-/// | cannot be started | `run()`'s error: `launchFailure` | — | the pipes closed: `launchFailure` | throws at once, no hang: `launchFailure` |
+/// | cannot be started | `run()`'s error: `launchFailure` | — | the pipes' write ends closed, so every read started for them ends: `launchFailure` | throws at once, no hang: `launchFailure` |
 /// | output larger than a pipe | — | whole, on both streams: `largeOutput` | read while it runs: `largeOutput` | — |
-/// | a program that runs 1.5 s | code 0: `suspendsWhileRunning` | — | — | suspends: no step holds its thread, no polling: `suspendsWhileRunning` |
+/// | a program that runs 1.5 s (its output open, or closed at once) | code 0: `suspendsWhileRunning` | — | — | suspends: no step holds its thread (reading, or waiting for the exit after the pipes ended), no polling: `suspendsWhileRunning` |
 /// | a program that runs ≥ 4 s | its output: `holdsNoPoolThreadWhileRunning` | — | — | holds no thread of the pool, in any task: `holdsNoPoolThreadWhileRunning` |
 /// | one runner, programs one after another and at once | each its own status: `runningTwice` | — | — | — |
+/// | `run()` and `waitUntilExit()` on a thread of the answer's own | — not tested: it holds no thread of Swift's pool, and suspends the caller; it costs a thread per running program, like the reads | | | |
 /// | the pipes read by blocking reads on a global Dispatch queue, not on threads of their own | — not tested: it works, since libdispatch adds a worker when one blocks, and holds no thread of Swift's pool (the pool check passes); what it costs, a Dispatch worker held per running program up to libdispatch's cap, shows only with hundreds of programs at once | | | |
 /// | cancelled (before, during, after) | — run() promises nothing for a cancelled task: the program runs to its end | | | |
 /// | output still in the pipes when the program ends, read by readability handlers | — a run that returns at the termination handler without waiting for each pipe's end loses what the handlers had not read yet; whether any was left depends on when the handlers ran, which no test can steer (not caught) | | | |
@@ -95,15 +135,16 @@ struct RunningProcessesTests {
     case asUsual
     /// The child exits before `run()` returns.
     case exitsBeforeRunReturns
+    /// The child exits right after `isRunning` has said it runs.
+    case exitsRightAfterIsRunning
 
-    var runner: WatchedRunner {
-      WatchedRunner(exitingBeforeRunReturns: self == .exitsBeforeRunReturns)
-    }
+    var runner: WatchedRunner { WatchedRunner(self) }
 
     var description: String {
       switch self {
       case .asUsual: "as usual"
       case .exitsBeforeRunReturns: "exits before run() returns"
+      case .exitsRightAfterIsRunning: "exits right after isRunning says it runs"
       }
     }
   }
@@ -228,16 +269,19 @@ struct RunningProcessesTests {
     #expect(status.output.isEmpty, "\(program) writes nothing, so output must be empty")
   }
 
-  @Test("run() suspends while the program runs, leaving its thread free")
-  func suspendsWhileRunning() async throws {
+  @Test(
+    "run() suspends while the program runs, leaving its thread free",
+    arguments: ["sleep 1.5", "exec >&- 2>&-; sleep 1.5"])
+  func suspendsWhileRunning(script: String) async throws {
     let executor = OneThreadExecutor()
     let runner = WatchedRunner().runner
 
     let status = try await withDeadline(
-      .seconds(5), "run(/bin/sh -c sleep 1.5)", hint: Self.resumeHint, on: executor
+      .seconds(5), "run(/bin/sh -c \(script))", hint: Self.resumeHint, on: executor
     ) {
-      try await runner.run(Self.shell, arguments: ["-c", "sleep 1.5"])
+      try await runner.run(Self.shell, arguments: ["-c", script])
     }
+    let closesItsOutput = script.hasPrefix("exec")
 
     #expect(status.code == 0, "code must be the program's terminationStatus")
     // The program takes 1.5 s; a run() that suspends holds its thread for moments only.
@@ -245,12 +289,17 @@ struct RunningProcessesTests {
     let seconds = (held / .milliseconds(100)).rounded() / 10
     #expect(
       held < .seconds(1),
-      """
-      run() blocked its thread instead of suspending: one step held its thread for \
-      \(seconds) s while the program ran (waitUntilExit(), or reading a pipe right in the \
-      async function or in an async let). Suspend until the terminationHandler resumes you, \
-      and read each pipe on a thread of its own.
-      """)
+      Comment(
+        rawValue: closesItsOutput
+          ? "run() blocked its thread instead of suspending: this program closed its output "
+            + "at once and ran on for 1.5 s, and one step held its thread for \(seconds) s: "
+            + "both pipes had ended, but the program had not (waitUntilExit() once the reads "
+            + "are done?). The end of the output is not the end of the program: suspend until "
+            + "the terminationHandler resumes you."
+          : "run() blocked its thread instead of suspending: one step held its thread for "
+            + "\(seconds) s while the program ran (waitUntilExit(), or reading a pipe right "
+            + "in the async function or in an async let). Suspend until the "
+            + "terminationHandler resumes you, and read each pipe on a thread of its own."))
     let steps = executor.jobsRun
     #expect(
       steps <= Self.mostStepsWhileRunning,
@@ -307,9 +356,10 @@ struct RunningProcessesTests {
 
   @Test("A program that cannot be started throws instead of suspending forever")
   func launchFailure() async throws {
+    let watched = WatchedRunner()
     let error = await #expect(throws: (any Error).self) {
       try await run(
-        WatchedRunner(), URL(fileURLWithPath: "/no/such/program"),
+        watched, URL(fileURLWithPath: "/no/such/program"),
         hint:
           "when run() throws, the continuation is never resumed, or a pipe is left open so reading it never ends"
       )
@@ -319,6 +369,32 @@ struct RunningProcessesTests {
     #expect(
       domain == NSCocoaErrorDomain,
       "expected the error Process.run() threw, got \(error.map { "\($0)" } ?? "none")")
+
+    // No child was started to hold the pipes' write ends and close them at its exit: ours
+    // must be closed, or a read started for a pipe waits for ever, with its thread.
+    let pipes = watched.made.value.flatMap { [$0.standardOutput, $0.standardError] }
+      .compactMap { $0 as? Pipe }
+    try #require(pipes.count == 2, "run(_:arguments:) must keep the two pipes it is given")
+    _ = await eventually(within: .seconds(2)) { pipes.allSatisfy(Self.writeEndsClosed) }
+    let stillOpen = pipes.filter { !Self.writeEndsClosed($0) }
+    #expect(
+      stillOpen.isEmpty,
+      """
+      run() threw, but \(stillOpen.count == 2 ? "both pipes were" : "one pipe was") still \
+      open for writing 2 s later: a read started for a pipe never reaches end of file, so each program that cannot \
+      start leaves a thread waiting and the pipe's files open for ever. When run() throws, \
+      no child holds the write ends: close them yourself
+      """)
+  }
+
+  /// True when no one holds `pipe`'s write end open (its read end reports a hang-up). It
+  /// neither waits nor reads, so it blocks no thread and takes nothing from a reader.
+  @Sendable static func writeEndsClosed(_ pipe: Pipe) -> Bool {
+    var poller = pollfd(
+      fd: pipe.fileHandleForReading.fileDescriptor, events: Int16(POLLHUP), revents: 0)
+    guard poll(&poller, 1, 0) == 1 else { return false }
+    // A read end closed already (POLLNVAL) was read to its end.
+    return poller.revents & Int16(POLLHUP | POLLNVAL) != 0
   }
 
   @Test("Output far larger than a pipe's buffer comes back whole, on both streams")
@@ -361,6 +437,37 @@ struct RunningProcessesTests {
     #expect(left.code == 4)
     #expect(right.output == "b\n")
     #expect(right.code == 0)
+  }
+
+  @Test("A character written in two writes, its bytes apart, comes back whole")
+  func characterSplitBetweenWrites() async throws {
+    // "é" is two bytes; the program writes the first, waits, then writes the second, five
+    // times over: a reader that decodes each read on its own cuts the character in two.
+    let script = "for i in 1 2 3 4 5; do printf 'a\\303'; sleep 0.1; printf '\\251'; done"
+
+    let status = try await run(WatchedRunner(), Self.shell, ["-c", script])
+
+    #expect(
+      status.output == "aéaéaéaéaé",
+      """
+      the program wrote "aé" five times, each "é" as two bytes in two writes, and output is \
+      \(String(reflecting: status.output)): the bytes of one read were decoded apart from \
+      the next, so a character split between two reads was lost; decode the whole output \
+      once it has all arrived
+      """)
+  }
+
+  @Test("Bytes that are not UTF-8 become U+FFFD, and the rest of the output is kept")
+  func bytesThatAreNotUTF8() async throws {
+    let status = try await run(WatchedRunner(), Self.shell, ["-c", "printf 'ok \\377 end'"])
+
+    #expect(
+      status.output == "ok \u{FFFD} end",
+      """
+      the program wrote "ok ", a byte that is not UTF-8, and " end", and output is \
+      \(String(reflecting: status.output)): decoding as UTF-8 replaces a bad byte with \
+      U+FFFD and keeps everything else (String(data:encoding:) gives up on the whole text)
+      """)
   }
 }
 
