@@ -100,7 +100,8 @@ struct WatchedRunner: Sendable {
         switch timing {
         case .asUsual: WatchedProcess(handlerSetTooLate: handlerSetTooLate)
         case .exitsBeforeRunReturns: FinishesBeforeRunReturns(handlerSetTooLate: handlerSetTooLate)
-        case .exitsRightAfterIsRunning: ExitsRightAfterIsRunning(handlerSetTooLate: handlerSetTooLate)
+        case .exitsRightAfterIsRunning:
+          ExitsRightAfterIsRunning(handlerSetTooLate: handlerSetTooLate)
         }
       made.withLock { $0.append(process) }
       return process

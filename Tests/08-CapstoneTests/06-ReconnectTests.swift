@@ -39,6 +39,7 @@ private struct Chat {
   /// before the line is recorded: a slow terminal, say.
   init(
     _ name: String, port: UInt16, on executor: OneThreadExecutor? = nil,
+    policy: ReconnectPolicy = policy,
     whilePrinting: @escaping @Sendable (String) -> Void = { _ in }
   ) {
     let (lines, input) = AsyncStream.makeStream(of: String.self)
@@ -219,6 +220,8 @@ private func refusingListener(on port: UInt16) async throws -> RefusingListener 
 /// | the server closes on it but stays up, or resets it | goes on: `waitsEvenIfTheServerIsBack` | back in the chat after the wait: `waitsEvenIfTheServerIsBack` | the first try only after `firstDelay`, for every loss: `waitsEvenIfTheServerIsBack` |
 /// | back after a wait | goes on | the new connection's greeting kept, lines both ways: `reconnects` | "* reconnected": `reconnects`; the next loss starts from `firstDelay`, with `policy.attempts` tries of its own: `reconnects`, `waitsEvenIfTheServerIsBack` |
 /// | typed while away | — | — | "! not sent: LINE": `reconnects` |
+/// | a policy of long waits (20 s first) | — | — | waits 20, 40, 80 s: each one double the last, however long: `longWaitsKeepDoubling` |
+/// | a policy of no tries (`attempts: 0`) | `ReconnectError.gaveUp` at the first loss: `noTriesGivesUpAtOnce` | — | no wait, no try: `noTriesGivesUpAtOnce` |
 /// | every try fails | `ReconnectError.gaveUp`: `givesUp` | the input side stops: `givesUp` | waits 1, 2, 4 s: `givesUp`; exactly `policy.attempts` tries, each after its wait: `triesAfterEachWait` |
 /// | cancelled while connected | ends: `cancelling` | hangs up, the input side stops: `cancelling` | — |
 /// | cancelled while waiting | ends: `cancelling` | the input side stops: `cancelling` | — |
@@ -657,5 +660,69 @@ struct ReconnectTests {
     #expect(
       alice.inputTerminated.value,
       "after a cancelled runReconnectingChat(…) ended, the task reading its input still ran")
+  }
+
+  @Test("Long waits keep doubling: nothing in the policy caps them")
+  func longWaitsKeepDoubling() async throws {
+    let server = try startedServer()
+    let patient = ReconnectPolicy(attempts: 3, firstDelay: .seconds(20))
+    let alice = Chat("alice", port: server.port, policy: patient)
+    defer {
+      alice.run.cancel()
+      server.stop()
+    }
+    try await alice.joins(server)
+    server.stop()
+
+    for (attempt, seconds) in [20, 40, 80].enumerated() {
+      if attempt == 0 {
+        try await alice.waitsToReconnect("before try 1 (nothing listens)")
+      } else {
+        guard try await alice.waitsToTryAgain(after: attempt) else { return }
+      }
+      let asked = alice.clock.requestedSleeps.last
+      #expect(
+        asked == .seconds(seconds),
+        """
+        with policy.firstDelay 20 s, the wait before try \(attempt + 1) was \
+        \(asked.map { "\($0)" } ?? "none"), not \(seconds) s: the policy doubles each wait \
+        after a failed try, however long it gets, and sets no ceiling
+        """)
+      alice.clock.advance(by: .seconds(seconds))
+    }
+    await #expect(throws: ReconnectError.gaveUp) {
+      try await alice.endsGivingUp(
+        "runReconnectingChat(…) after 3 failed tries",
+        hint: "give up after policy.attempts failed tries: throw ReconnectError.gaveUp")
+    }
+  }
+
+  @Test("A policy of no tries gives up at the first loss, without waiting")
+  func noTriesGivesUpAtOnce() async throws {
+    let server = try startedServer()
+    let alice = Chat("alice", port: server.port, policy: ReconnectPolicy(attempts: 0))
+    defer {
+      alice.run.cancel()
+      server.stop()
+    }
+    try await alice.joins(server)
+    server.stop()
+
+    _ = await eventually { alice.ended.value || alice.clock.sleeperCount > 0 }
+    let waited = alice.clock.requestedSleeps
+    #expect(
+      waited.isEmpty,
+      """
+      with policy.attempts 0, the connection was lost and runReconnectingChat(…) waited \
+      \(waited.map { "\($0)" }.joined(separator: ", ")) to try again: no tries allowed means \
+      giving up at the first loss, before any wait (a loop that tries first and counts \
+      afterwards makes one try too many)
+      """)
+    guard waited.isEmpty else { return }
+    await #expect(throws: ReconnectError.gaveUp) {
+      try await alice.endsGivingUp(
+        "runReconnectingChat(…) with policy.attempts 0, after a loss",
+        hint: "with no tries allowed, throw ReconnectError.gaveUp at the first loss")
+    }
   }
 }

@@ -25,6 +25,9 @@ import FoundationNetworking
 /// | cancel as the answer arrives | `CancellationError`, not the data nor `BadStatus`: `lateAnswerAfterCancel` | — (the answer is complete) | once | — |
 /// | a second call after a cancel or a failure | its own body: `callsDoNotShareState` | — | once each | — |
 /// | two calls at once, one cancelled | the other gets its body: `callsDoNotShareState` | only the cancelled one's connection closes: `callsDoNotShareState` | once each | — |
+/// | a path with a query (`/quote?id=7`) | the body of that path and query: `pathWithAQuery` | — | once | — |
+/// | a request that fails (dropped) | the session's error, the request sent once, not tried again: `aFailureIsNotRetried` | — | once | — |
+/// | two calls for the same path at once, one cancelled | the other gets its body: `samePathTwiceOneCancelled` | only one connection closes: `samePathTwiceOneCancelled` | once each | — |
 /// | listener leaving, second listener | — (one call, one caller: no stream) | — | — | — |
 /// | cancel() reads the data task and sets its flag under two separate locks | — not caught: the store must land in the nanoseconds between cancel()'s two steps, and cancel() runs in the learner's code, where no test can hold it; `cancelWhileStoring` aims at the other side's gap | | | |
 @Suite("9.1 Data task")
@@ -571,5 +574,83 @@ struct DataTaskTests {
             + "cancel or a failure ends that one call, and every later call must start "
             + "afresh"))
     }
+  }
+
+  @Test("A path with a query reaches the server as that path with that query")
+  func pathWithAQuery() async throws {
+    let server = try startedServer(["/quote": .ok("quote 7")])
+    defer { server.stop() }
+    let session = makeSession()
+    defer { session.invalidateAndCancel() }
+    let client = QuoteClient(baseURL: server.url("/"), session: session)
+
+    let outcome = try await withDeadline(.seconds(2), "fetch(\"/quote?id=7\")") {
+      await Result { try await client.fetch("/quote?id=7") }
+    }
+
+    let asked = server.requestHeads.first?.split(separator: "\r\n").first.map(String.init) ?? ""
+    #expect(
+      (try? outcome.get()).map { String(decoding: $0, as: UTF8.self) } == "quote 7",
+      """
+      fetch("/quote?id=7") ended with \(outcome), and the server was asked "\(asked)": the \
+      path is resolved against the base URL as the legacy call does it, query and all; \
+      adding it as a path component escapes the "?" into the path
+      """)
+  }
+
+  @Test("A request that fails is sent once: fetch(_:) reports the failure, it does not try again")
+  func aFailureIsNotRetried() async throws {
+    let server = try startedServer()
+    defer { server.stop() }
+    // The first request for "/flaky" is dropped; a second one would succeed.
+    server.route("/flaky", [.dropped(payload(4000), after: 1000), .ok("second try")])
+    let session = makeSession()
+    defer { session.invalidateAndCancel() }
+    let client = QuoteClient(baseURL: server.url("/"), session: session)
+
+    let outcome = try await withDeadline(.seconds(4), "fetch(\"/flaky\")") {
+      await Result { try await client.fetch("/flaky") }
+    }
+
+    let sent = server.requests.filter { $0 == "/flaky" }.count
+    #expect(
+      sent == 1,
+      """
+      one call of fetch("/flaky") sent \(sent) requests, and ended with \(outcome): a failed \
+      request is the call's answer, thrown as the session reported it; trying again is the \
+      caller's choice, not fetch's
+      """)
+    #expect(throws: URLError.self, "the request was dropped: throw the session's error") {
+      try outcome.get()
+    }
+  }
+
+  @Test("Two calls for the same path at once: cancelling one leaves the other to finish")
+  func samePathTwiceOneCancelled() async throws {
+    let server = try startedServer(["/slow": .slowHeaders(.milliseconds(400), "slow")])
+    defer { server.stop() }
+    let session = makeSession()
+    defer { session.invalidateAndCancel() }
+    let client = QuoteClient(baseURL: server.url("/"), session: session)
+
+    let cancelled = Task { try await client.fetch("/slow") }
+    let kept = Task { try await client.fetch("/slow") }
+    let both = await eventually { server.requests.filter { $0 == "/slow" }.count == 2 }
+    try #require(both, "two calls of fetch(\"/slow\") should send two requests")
+    cancelled.cancel()
+
+    let outcome = try await withDeadline(
+      .seconds(2), "fetch(\"/slow\") beside a cancelled call for the same path"
+    ) {
+      await kept.result
+    }
+    _ = await cancelled.result
+    #expect(
+      (try? outcome.get()).map { String(decoding: $0, as: UTF8.self) } == "slow",
+      """
+      two calls asked for "/slow" at once and only one was cancelled, yet the other ended \
+      with \(outcome): a cancel belongs to its own call's data task, not to every request for \
+      the same URL
+      """)
   }
 }
