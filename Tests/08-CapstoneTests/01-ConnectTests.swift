@@ -12,6 +12,7 @@ import WorkbookTesting
 /// | --- | --- | --- | --- |
 /// | welcomed | returns, joined: `connectJoins` | the connection stays open: it is the caller's | suspends, and does not poll for a welcome 1.5 s late: `connectSuspends`; a welcome 2.5 s late holds no thread of any task: `slowWelcome` |
 /// | refused (nothing listens) | `.socket`: `refusedConnectionThrows` | — the legacy connection closes its own socket | the error path resumes: `refusedConnectionThrows` |
+/// | any name the server allows (1 character; 32, the longest; `-`, `_`, `.`) | returns, joined: `everyAllowedNameJoins` | — | — |
 /// | name taken | `.rejected(line)`, unchanged: `takenNameThrows` | only bob stays: `takenNameThrows` | — |
 /// | not an address | `.invalidAddress(host)`, the host it was given: `usesTheHost` | nobody joined: `usesTheHost` | — |
 /// | cancelled before the call | `CancellationError`: `cancelledBeforeTheCall` | nobody joined: `cancelledBeforeTheCall` | — |
@@ -19,6 +20,8 @@ import WorkbookTesting
 /// | cancelled as the welcome resumes | returns or `CancellationError`: `cancelDuringResume` | — | no deadlock with `onCancel`: `cancelDuringResume` |
 /// | cancelled after it returned | — nothing left to cancel | still joined: `secondConnect` | — |
 /// | a second call on one connection | `.alreadyUsed`, not a cancellation: `secondConnect` | the first join stays: `secondConnect` | — |
+/// | the wait for the welcome moved to a Dispatch worker blocked on a semaphore | — not tested: the caller suspends and no thread of Swift's pool is held; it costs a Dispatch worker per connect in progress | | |
+/// | the continuation resumed through the main queue | — not caught: it works whenever the main thread serves its queue, as in every test; holding the main thread to show it would stall the suite's main-actor tests in the same process | | |
 /// | two calls at once | — the legacy connection serialises them: one joins, the other is the second call | | |
 /// | cancelled between a look at `Task.isCancelled` and the legacy connect; or the welcome and `onCancel` both reaching a continuation looked at and cleared in two lock steps | — the gap lies between two steps of the answer's own that call nothing the test can pause, and the welcome cannot be made to land inside it (not caught) | | |
 @Suite("8.1 Connect")
@@ -340,6 +343,31 @@ struct ConnectTests {
         error is CancellationError,
         "a connect cancelled \(round.fired ? "right after its look number \(round.look) at its cancellation" : "while it waited") ended with \(error.map { "\($0)" } ?? "success"): a cancelled connect throws CancellationError, whenever the cancel lands; one that lands after the look and before the legacy connect makes the connection refuse with .alreadyUsed (the cancel hung it up first), which is the cancel too"
       )
+    }
+  }
+
+  @Test("Every name the server allows joins, from one character to the longest")
+  func everyAllowedNameJoins() async throws {
+    let server = try startedServer()
+    defer { server.stop() }
+    let longest = String(repeating: "n", count: ChatServer.maximumNameLength - 4) + "-_.9"
+    for name in ["a", longest] {
+      let connection = ChatConnection()
+      defer { connection.disconnect() }
+      let outcome = try await withDeadline(
+        .seconds(2), "connect(to:port:as: \"\(name)\")",
+        hint: "the completion's success path (error == nil) never resumes the continuation"
+      ) {
+        await Result { try await connection.connect(port: server.port, as: name) }
+      }
+      #expect(
+        server.names.contains(name),
+        """
+        connect(to:port:as:) with the \(name.utf8.count)-character name "\(name)", which the \
+        server accepts (1 to \(ChatServer.maximumNameLength) letters, digits, '-', '_' or \
+        '.'), ended with \(outcome) and did not join: the server decides which names it \
+        takes, so a name it would take must reach it
+        """)
     }
   }
 }

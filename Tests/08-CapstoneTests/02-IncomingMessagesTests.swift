@@ -104,15 +104,16 @@ private func expectNoError(
 /// | path | the stream | resources: delegate, connection | order, timing |
 /// | --- | --- | --- | --- |
 /// | lines after the welcome | each one, whatever it says (a greeting that starts like the welcome too): `linesArriveInOrder`, `burstIsKept` | the delegate lives on: `delegateStaysAlive` | in order: `linesArriveInOrder`; 200 lines and the end in one burst: `burstThenEnd`; in order and before the end even when tasks started on the callbacks' thread run backwards (`withPlainThreadJobsReordered`): `inOrderWhateverTheTaskOrder` |
-/// | lines before anyone iterates | all kept (100): `burstIsKept` | — | in order: `burstIsKept` |
+/// | lines before anyone iterates | all kept (2000, more than any small buffer): `burstIsKept` | — | in order: `burstIsKept` |
 /// | the delegate set from a task, after `incomingLines()` returned | — not caught every run: the task has run by the time the caller connects on every machine we saw; only holding every thread of the pool shows it, which disturbs the suite's other tests | | |
 /// | lines with spaces around them, or starting with `!` | each one as sent: `linesComeAsSent` | — | — |
 /// | our `disconnect()` | finishes cleanly: `disconnectFinishesCleanly` | delegate let go: `letsGoWhenItEnds` | the end after the last line: `burstThenEnd` |
 /// | the server closes | throws `.closedByServer`: `serverLossThrows` | delegate let go: `letsGoWhenItEnds` | — |
 /// | the connection is reset | throws `.socket(…)`: `resetThrows` | — | — |
-/// | the consumer breaks out | — | hangs up: `stoppingDisconnects`; delegate let go: `letsGoWhenItEnds` | — |
+/// | the consumer breaks out | — | hangs up, as the stream ends (a line sent right after fails): `stoppingDisconnects`; delegate let go: `letsGoWhenItEnds` | — |
 /// | the consumer's task is cancelled | ends | hangs up, delegate let go: `letsGoWhenItEnds` | — |
 /// | the consumer leaves before a connection was made (its connect was refused) | — | delegate let go: `letsGoWhenItEnds` | — |
+/// | every event handed on through the main queue | — not caught: it works whenever the main thread serves its queue, as in every test; holding the main thread to show it would stall the suite's main-actor tests in the same process | | |
 /// | a second call | — one delegate per connection: not part of the contract | | |
 /// | callbacks' thread | — the stream takes lines on any thread, one at a time | | |
 @Suite("8.2 Incoming messages")
@@ -227,7 +228,7 @@ struct IncomingMessagesTests {
   @Test("Lines that arrive before anyone iterates are all kept, in order")
   func burstIsKept() async throws {
     // A message of the day that starts like the welcome is a line like any other.
-    let greeting = ["* welcome to the workbook chat, be kind"] + (1...100).map { "* rule \($0)" }
+    let greeting = ["* welcome to the workbook chat, be kind"] + (1...2_000).map { "* rule \($0)" }
     let server = try startedServer(greeting: greeting)
     defer { server.stop() }
     let connection = ChatConnection()
@@ -359,6 +360,17 @@ struct IncomingMessagesTests {
     }
 
     #expect(received == ["bob: hi"])
+    // The stream is gone: the hang-up was asked for already, so a line sent now must fail.
+    let sentAfterwards = await withCheckedContinuation { continuation in
+      connection.send("still here?") { continuation.resume(returning: $0 == nil) }
+    }
+    #expect(
+      !sentAfterwards,
+      """
+      the consumer had stopped reading, yet the connection still sent a line afterwards: \
+      it was not hung up as the stream ended, but later (or not at all), so the socket and \
+      the seat in the chat outlive their only reader
+      """)
     await eventually(
       "alice to leave once nobody listens to her lines: disconnect() in the stream's "
         + "onTermination"

@@ -228,6 +228,7 @@ private func refusingListener(on port: UInt16) async throws -> RefusingListener 
 /// | cancelled while a try waits for its welcome | ends: `cancelledWhileTrying` | the try's socket hangs up, the input side stops: `cancelledWhileTrying` | — |
 /// | waits | — | — | on the clock it is given, never real time: `reconnects` (a `ManualClock`); never a blocked thread: `withDeadline` in every test |
 /// | each typed line sent by a child task of its own | — not caught every run: lines typed one after another only overtake each other when two tasks run at once and the later one's send wins | | |
+/// | each send waits for its completion on a semaphore, holding a thread of the pool | — not caught: the legacy send completes as soon as the line is written, so the thread is held too briefly for the pool check to see | | |
 /// | "* reconnected" printed before the input side has the new connection | — not caught: a line typed in the microseconds between the two is reported "! not sent"; no test can type into that gap | | |
 @Suite("8.6 Challenge: reconnect after the server goes away")
 struct ReconnectTests {
