@@ -90,6 +90,7 @@ public final class VibrationSensor: @unchecked Sendable {
   private var startCount = 0
   private var stopCount = 0
   private var pauseCount = 0
+  private var pausesOnTheirWay = 0
 
   /// - Parameters:
   ///   - runs: What each start does, in order; starts past the end repeat the last run.
@@ -127,6 +128,9 @@ public final class VibrationSensor: @unchecked Sendable {
   public var stops: Int { locked { stopCount } }
   /// How many times ``pause()`` has paused the sensor.
   public var pauses: Int { locked { pauseCount } }
+  /// Whether a ``pause()`` is on its way to the hardware (see `pauseTakes`): called, and
+  /// not yet landed.
+  public var isPausing: Bool { locked { pausesOnTheirWay > 0 } }
 
   /// Starts measuring: the next run of the script. Does nothing if the sensor is running.
   public func start() {
@@ -163,8 +167,10 @@ public final class VibrationSensor: @unchecked Sendable {
 
   /// Holds back the readings until ``resume()``. None is lost.
   public func pause() {
+    locked { pausesOnTheirWay += 1 }
     if pauseTakes > .zero { Thread.sleep(forTimeInterval: pauseTakes.timeInterval) }
     locked {
+      pausesOnTheirWay -= 1
       guard !paused else { return }
       paused = true
       pauseCount += 1

@@ -576,4 +576,29 @@ extension SensorFeedTests {
       paused and resumed once per reading
       """)
   }
+
+  @Test("A sequence that ends while its pause is on the way to the sensor leaves it free")
+  func restartsAfterAPauseOnItsWay() async throws {
+    // Each pause() takes 300 ms to land. Nobody reads, so the feed pauses the sensor once
+    // 4 readings wait; the sequence is dropped while that pause is on its way. Whether the
+    // sensor is paused at that moment says nothing: the pause lands just after.
+    let sensor = VibrationSensor(
+      runs: [.init(readings: 100_000, then: .finished)], interval: .zero,
+      pauseTakes: .milliseconds(300))
+    var sequence: (any AsyncSequence<Vibration, any Error>)? = vibrations(
+      from: sensor, capacity: 4)
+    let pausing = await eventually(within: .seconds(1)) { sensor.isPausing }
+    sequence = nil
+    _ = sequence
+    guard pausing else { return }  // never paused: backPressure names that
+    #expect(await eventually(within: .seconds(1)) { !sensor.isRunning }, "\(stopHint)")
+
+    let second = try await read(
+      sensor, capacity: 4, limit: 3,
+      hint: "the first sequence ended while its pause was on the way to the sensor: the sensor "
+        + "was not paused yet when the sequence ended, and the pause landed after. A new "
+        + "sequence started the sensor, and no reading came. Whether to lift a pause is this "
+        + "feed's own knowledge (it asked for one), not the sensor's state at that moment")
+    #expect(second.count == 3, "the second sequence must get readings")
+  }
 }
