@@ -144,3 +144,61 @@ extension LocationUpdatesTests {
       """)
   }
 }
+
+extension LocationUpdatesTests {
+  @Test(
+    "Yields every location as reported, whatever its coordinates: (0, 0), the poles, the date line")
+  func yieldsEveryCoordinate() async throws {
+    // Real places: the Gulf of Guinea at (0, 0), both poles, both sides of the date line.
+    let unusual = [
+      Location(latitude: 0, longitude: 0), Location(latitude: 90, longitude: 0),
+      Location(latitude: -90, longitude: 180), Location(latitude: 0, longitude: -180),
+      Location(latitude: -33.8568, longitude: 151.2153), Location(latitude: 0, longitude: 0),
+    ]
+    let receiver = GPSReceiver(
+      readings: unusual.map { .locations([$0]) } + [.failure(.signalLost)],
+      interval: .milliseconds(1), script: .default)
+
+    let locations = await readToTheEnd(from: receiver)?.locations ?? []
+
+    #expect(
+      locations == unusual,
+      """
+      the receiver reported \(unusual), the loop got \(locations): every reading the receiver \
+      reports is a location of the route, (0, 0) and the extremes of latitude and longitude \
+      included; the stream must not judge or filter them
+      """)
+  }
+
+  @Test("A batch of any size: each of its locations is a value of its own, oldest first")
+  func yieldsBatchesOfAnySize() async throws {
+    // One report per size, 1 to 12 locations: a receiver that was busy for a while.
+    let sizes = Array(1...12)
+    var next = 0
+    let batches = sizes.map { size in
+      (0..<size).map { _ in
+        next += 1
+        return Location(latitude: 48 + Double(next) / 10_000, longitude: 2.35)
+      }
+    }
+    let receiver = GPSReceiver(
+      readings: batches.map { .locations($0) } + [.failure(.signalLost)],
+      interval: .milliseconds(1), script: .default)
+
+    let locations = await readToTheEnd(from: receiver)?.locations ?? []
+
+    let lost = batches.filter { batch in !batch.allSatisfy(locations.contains) }.map(\.count)
+    let wrong =
+      lost.isEmpty
+      ? "the locations came in another order than reported"
+      : "locations were lost from the batches of "
+        + lost.map(String.init).joined(separator: ", ") + " locations"
+    #expect(
+      locations == batches.flatMap { $0 },
+      """
+      batches of 1 to 12 locations, one batch per report, then a failure: \(wrong). A batch \
+      is what a busy receiver saved up, and every location in it is part of the route, \
+      whatever the size of the batch: one value each, oldest first
+      """)
+  }
+}

@@ -105,7 +105,10 @@ private func everything(
 /// | 300, then a failure, to a slow loop | all, in order, none after the end: `everyLocationBeforeTheFailure` | the error after them: `endsWithTheError` (the stress test reads on only the runs that end with it) | — | one batch inside `start`, or one by one: `everyLocationBeforeTheFailure` |
 /// | the receiver fails | the ones before it: `endsWithTheError` | throws its error: `endsWithTheError`; at once when it is the first reading: `endsAtOnceWhenTheFirstReadingFails` | stopped at the failure, even inside `start`, delegate let go: `stopsAtTheFailure` | — |
 /// | the task is cancelled, before or after the first fix | — | the loop ends: `stopsWhenTheTaskIsCancelled` | stopped: `stopsWhenTheTaskIsCancelled` | from other threads at random moments, in order and stopped: `cancelledAtRandomMoments` |
-/// | the receiver stopped from a `Task` in onTermination | — not caught every run: the stop comes a moment after the loop ends; a test that held the stop back (one thread, plain threads' tasks held) caught it by hand 6 of 6 but not under the runner, and holding jobs process-wide disturbed the suite's other tests | | | |
+/// | the receiver stopped from a `Task` in onTermination | — | — | off before the stream's end returns (dropped, 20 rounds with no await between the drop and the look): `stopsBeforeTheEndReturns` | — |
+/// | the stream finished from a `Task` after a failure | — | — | off before the failing report (or the start call it was made in) returns: `endsWithinTheFailingReport` | the failure reported by the test's own hand, through a scheduler: `endsWithinTheFailingReport` |
+/// | locations at (0, 0), the poles, the date line | every one, unchanged: `yieldsEveryCoordinate` | — | — | — |
+/// | batches of 1 to 12 locations | every one, in order: `yieldsBatchesOfAnySize` | — | — | — |
 /// | the stream is dropped unread | — | — | stopped, delegate let go: `stopsWhenTheStreamIsDropped` | — |
 /// | a second stream after the first ended | its own locations: `streamsAgain` | — | started again: `streamsAgain` | — |
 /// | two streams at once on one receiver | — the receiver has one delegate: one stream at a time, by its contract | | | |
@@ -290,5 +293,75 @@ struct LocationUpdatesTests {
     #expect(secondWalk == [home, bakery, park], "a new start reports from the first reading")
     #expect(secondStopped, "each stream must stop the receiver when it ends")
     #expect(receiver.startCount == 2)
+  }
+
+  @Test(
+    "The receiver is off before the stream's end returns: dropped, or failed inside the start call")
+  func stopsBeforeTheEndReturns() async throws {
+    // No await between the end of a stream and the look at the receiver: a stop done by the
+    // stream's end itself has happened; one handed to a task has not, on (nearly) every round.
+    var stillOn: Int?
+    for round in 1...20 where stillOn == nil {
+      let receiver = GPSReceiver(readings: walk, script: .later(.seconds(1)))
+      _ = locationUpdates(from: receiver)
+      if receiver.isUpdatingLocation { stillOn = round }
+    }
+
+    #expect(
+      stillOn == nil,
+      because(
+        """
+        in round \(stillOn ?? 0) the receiver was still on right after its stream ended (it \
+        was dropped): the stop comes later, from work handed to a task of its own. Meanwhile \
+        the receiver keeps reporting, and a stream started at once from the same receiver \
+        finds it on (its start does nothing, no readings begin again) and is then switched off \
+        by the late stop, so it stays silent. Stop the receiver in onTermination itself, \
+        before it returns
+        """))
+  }
+
+  @Test("A failure stops the receiver before the delegate call that reported it returns")
+  func endsWithinTheFailingReport() async throws {
+    // The first reading is made by the test itself, on its own thread, through a scheduler
+    // it holds: when that call returns, the stream must have ended and stopped the receiver.
+    var stillOn: [String] = []
+    for round in 1...10 {
+      let pending = Locked<[@Sendable () -> Void]>([])
+      let byHand = CallbackScheduler(name: "the test's own hand") { work in
+        pending.withLock { $0.append(work) }
+      }
+      let receiver = GPSReceiver(
+        readings: [.failure(.signalLost), .locations([home])], interval: .seconds(1),
+        script: CallbackScript(timing: .scheduled(byHand)))
+      let synchronous = GPSReceiver(
+        readings: [.failure(.antennaFault)], script: .synchronously)
+
+      let updates = locationUpdates(from: receiver)
+      for work in pending.withLock({ $0 }) { work() }
+      let onAfterTheReport = receiver.isUpdatingLocation
+      let syncUpdates = locationUpdates(from: synchronous)
+      let onAfterTheStart = synchronous.isUpdatingLocation
+      withExtendedLifetime((updates, syncUpdates)) {}
+      _ = await eventually { !receiver.isUpdatingLocation && !synchronous.isUpdatingLocation }
+
+      if onAfterTheReport {
+        stillOn.append("round \(round): after gpsReceiver(_:didFailWithError:) returned")
+      }
+      if onAfterTheStart {
+        stillOn.append("round \(round): after a start call that failed inside it returned")
+      }
+      if !stillOn.isEmpty { break }
+    }
+
+    #expect(
+      stillOn.isEmpty,
+      because(
+        """
+        the receiver failed, and was still on \(stillOn.joined(separator: "; ")): the stream \
+        ended later than the failure, so until then the receiver stays on and later readings \
+        are still yielded, and locations reported after the failure can reach the loop before \
+        its error. End the stream in the delegate call that reports the failure, before it \
+        returns, not from a task of its own
+        """))
   }
 }

@@ -134,6 +134,7 @@ private func readsAfterTheEnd(of battery: Battery) async -> Int {
 /// | the stream is dropped unread | — | — | removed: `removesTheObserverWhenTheStreamIsDropped` | — |
 /// | another battery changes | none of its levels: `listensToItsOwnBatteryOnly` | — | — | — |
 /// | two streams at once, one ends (the first made or the last) | the other gets every change: `streamsAreIndependent` | — | the other's stays, and none is left once both end: `streamsAreIndependent` | — |
+/// | the observer only switched off (a flag), never removed | — | — | the battery is let go once the loop ended and the test dropped it (the center no longer holds the block): `letsTheBatteryGoAfterTheEnd` | — |
 /// | a failure | — a notification cannot fail | | | |
 @Suite("4.2 Notifications")
 struct NotificationsTests {
@@ -368,5 +369,26 @@ struct NotificationsTests {
           + "order, an old level after a newer one. Yield each level in the observer block "
           + "itself, before post returns: work handed to a task of its own may run in any order"
       ))
+  }
+
+  @Test("Once the loop has ended, nothing of the stream keeps the battery alive")
+  func letsTheBatteryGoAfterTheEnd() async throws {
+    weak var weakBattery: Battery?
+    do {
+      let battery = makeBattery()
+      weakBattery = battery
+      _ = try await first(2, of: battery) { battery.simulateChanges(to: [79, 78]) }
+    }
+    // The battery holds its center; a block still registered there holds the battery.
+    let released = await eventually(within: .milliseconds(500)) { weakBattery == nil }
+
+    #expect(
+      released,
+      because(
+        "the loop ended and the test let go of the battery, but it is still alive: its center "
+          + "still holds the observer block, which holds the battery (and the continuation) "
+          + "and runs on every change, for as long as the center lives. A block that merely "
+          + "stops passing levels on is still registered: the stream's end must remove the "
+          + "observer from the center"))
   }
 }

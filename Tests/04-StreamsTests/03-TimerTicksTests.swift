@@ -20,9 +20,11 @@ private let cancelHint =
 private struct TestTimer: @unchecked Sendable {
   // Dispatch sources are thread-safe; the protocol just does not say so.
   let source: any DispatchSourceTimer
+  /// The queue the timer fires on.
+  let queue: DispatchQueue
 
   init() {
-    let queue = DispatchQueue(label: "TimerTicksTests")
+    queue = DispatchQueue(label: "TimerTicksTests")
     queue.setSpecific(key: onATimersQueue, value: true)
     source = DispatchSource.makeTimerSource(queue: queue)
   }
@@ -30,6 +32,13 @@ private struct TestTimer: @unchecked Sendable {
   var isCancelled: Bool { source.isCancelled }
 
   func cancel() { source.cancel() }
+
+  /// Returns once whatever the timer's queue was running, or had been handed, has run.
+  func drain() async {
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+      queue.async { done.resume() }
+    }
+  }
 
   /// Cancels the timer, and activates it in case nobody did (activating twice does nothing).
   func dispose() {
@@ -81,14 +90,16 @@ private func first(
 /// | path | ticks (numbers, order) | end | timer | timing |
 /// | --- | --- | --- | --- | --- |
 /// | ticks read, the loop breaks | numbered from 1, in order: `ticksComeInOrder` | — | cancelled: `cancelsWhenTheLoopBreaks` | the first an interval from now, then one per interval: `ticksComeInOrder` |
-/// | a slow loop | the newest tick, no backlog: `aSlowConsumerGetsTheNewestTick` | — | — | — |
+/// | a slow loop | the newest tick, no backlog: `aSlowConsumerGetsTheNewestTick`; at once, and the next only from a new firing (no tick kept, two kept): `theNewestTickAfterAPause` | — | — | — |
+/// | an interval of whole seconds (1 s) | — | — | — | the first tick not before half the interval: `aWholeSecondIsKept` |
 /// | a timer firing every 50 µs | never a tick after a newer one: `fastTicksNeverGoBack` | — | — | — |
 /// | a tick yielded later, by a task or another queue | the loop is woken from inside the handler, so no tick can overtake another: `ticksArePassedOnInTheHandler` | — | — | — |
 /// | the task is cancelled | — | the loop ends: `cancelsWhenTheTaskIsCancelled` | cancelled: `cancelsWhenTheTaskIsCancelled` | — |
 /// | the stream is dropped unread | — | — | cancelled: `cancelsWhenTheStreamIsDropped` | — |
 /// | somebody else cancels the timer | — | the stream ends: `endsWhenTheTimerIsCancelled` | — | — |
-/// | a tick that fires late | — not caught: `firedAt` computed from the schedule (start + interval × number) instead of the clock looks the same whenever the timer fires on time, and the tests cannot make Dispatch fire late without also delaying the loop that reads the tick | | | |
+/// | a tick that fires late | `firedAt` is when it fired: the timer held with suspend() past its due time, the tick after the resume stamped no earlier than the resume: `theNewestTickAfterAPause` | — | — | — |
 /// | onTermination waits on a semaphore for the timer's cancel handler | — not caught: every tick and end is right, and the wait lasts as long as the timer's queue takes to run the handler, microseconds on an idle machine; only a probe of the ending thread's waits would see it | | | |
+/// | a one-shot timer re-armed from each firing | — not caught: each period is the interval plus the handler's microseconds of latency, and Dispatch's own lateness on a busy machine is larger, so no verdict on the spacing of ticks can tell drift from load | | | |
 /// | a second stream on the same timer | — a cancelled source cannot be restarted: one stream per timer | | | |
 /// | a failure | — a timer cannot fail | | | |
 @Suite("4.3 Timer ticks")
@@ -342,5 +353,102 @@ struct TimerTicksTests {
     }
 
     #expect((2...3).contains(count), "the stream must end soon after the timer is cancelled")
+  }
+
+  @Test("An interval of a whole second: the first tick comes a second from now, not at once")
+  func aWholeSecondIsKept() async throws {
+    let timer = TestTimer()
+    defer { timer.dispose() }
+    let start = ContinuousClock.now
+    let stream = ticks(of: timer.source, every: .seconds(1))
+    let first = Locked<Tick?>(nil)
+    let reader = Task {
+      for await tick in stream {
+        first.withLock { $0 = tick }
+        break
+      }
+    }
+
+    // A tick that comes within this wait must have fired a second after the start; none is
+    // expected.
+    _ = await eventually(within: .milliseconds(150)) { first.value != nil }
+    reader.cancel()
+    _ = await reader.value
+
+    if let tick = first.value {
+      #expect(
+        tick.firedAt - start >= .milliseconds(500),
+        """
+        with an interval of 1 second, tick \(tick.number) came \(tick.firedAt - start) after \
+        the start: the timer was scheduled with a shorter interval than it was given. A \
+        Duration is whole seconds plus a fraction (its components); a conversion that keeps \
+        only one part loses the other, and 1 second becomes 0
+        """)
+    }
+  }
+
+  @Test(
+    "Back from a pause, a consumer gets the newest tick at once, stamped when it fired; the next one only when the timer fires again"
+  )
+  func theNewestTickAfterAPause() async throws {
+    var problems: [String] = []
+    for round in 1...3 where problems.isEmpty {
+      let timer = TestTimer()
+      defer { timer.dispose() }
+      let resumedAt = Locked<ContinuousClock.Instant?>(nil)
+      let (early, late, lateWhileHeld, next, nextWhileHeld) = try await withDeadline(
+        .seconds(3), "the loop over ticks(of:every:)", hint: ticksHint
+      ) {
+        var iterator = ticks(of: timer.source, every: interval).makeAsyncIterator()
+        let early = await iterator.next()
+        // Busy for 8 intervals: the timer fires meanwhile.
+        try await Task.sleep(for: interval * 8)
+        // The timer is held, and a firing already on its way handled: nothing fires until it is
+        // let go again, 3 intervals from now, from another thread.
+        timer.source.suspend()
+        await timer.drain()
+        DispatchQueue.global().asyncAfter(deadline: .now() + (interval * 3).timeInterval) {
+          resumedAt.withLock { $0 = .now }
+          timer.source.resume()
+        }
+        let late = await iterator.next()
+        let lateWhileHeld = resumedAt.value == nil
+        let next = await iterator.next()
+        let nextWhileHeld = resumedAt.value == nil
+        return (early, late, lateWhileHeld, next, nextWhileHeld)
+      }
+      let before = try #require(early, "the stream ended before its first tick")
+      let after = try #require(late, "the stream ended after one tick")
+      let following = try #require(next, "the stream ended after two ticks")
+
+      if !lateWhileHeld {
+        // Nothing fired during the pause (a very busy machine): this round proves nothing.
+        if after.number == before.number + 1 { continue }
+        problems.append(
+          "after tick \(before.number) and a pause, the timer had fired \(after.number - before.number - 1) "
+            + "times, but the consumer got no tick until it fired again: the stream kept "
+            + "no tick for a consumer that was not waiting, so a slow consumer that asks gets "
+            + "nothing, up to a whole interval, instead of the newest tick at once")
+      } else if nextWhileHeld {
+        problems.append(
+          "after a pause, the consumer got tick \(after.number), then at once tick "
+            + "\(following.number), which had also fired before it asked: the buffer kept more "
+            + "than the newest tick, so the first tick a slow consumer gets is a stale one")
+      } else if let resumed = resumedAt.value, following.firedAt < resumed {
+        problems.append(
+          "tick \(following.number) fired when the held timer was let go, but is stamped "
+            + "\(resumed - following.firedAt) earlier: firedAt must be when the timer fired, "
+            + "not when the firing was due, or a late firing (a busy queue, a busy machine) "
+            + "is stamped earlier than it happened")
+      }
+      _ = round
+    }
+
+    #expect(
+      problems.isEmpty,
+      Comment(
+        rawValue: problems.joined(separator: "; ")
+          + ". (The timer was held with suspend() during the pause, so the test knows which "
+          + "firings came before the consumer asked.)"))
   }
 }
