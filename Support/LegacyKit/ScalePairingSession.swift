@@ -148,6 +148,24 @@ public final class ScalePairingSession: @unchecked Sendable {
     }
   }
 
+  private var _progressHook: (@Sendable (Double) -> Void)?
+
+  /// Called on the reporting thread for each progress report, once the session has picked
+  /// the delegate to tell and before it tells it: a test can hold a report there, as a busy
+  /// thread would, while something else happens (the app cancels, say).
+  public var onProgressReport: (@Sendable (Double) -> Void)? {
+    get {
+      lock.lock()
+      defer { lock.unlock() }
+      return _progressHook
+    }
+    set {
+      lock.lock()
+      defer { lock.unlock() }
+      _progressHook = newValue
+    }
+  }
+
   /// How the next pairing ends; it may be changed between pairings.
   public var outcome: Outcome {
     get {
@@ -198,6 +216,7 @@ public final class ScalePairingSession: @unchecked Sendable {
         first = false
         for fraction in progress {
           guard let delegate = self.delegateIfStillPairing(number) else { return }
+          self.onProgressReport?(fraction)
           delegate.pairingSession(self, didProgress: fraction)
         }
       }

@@ -113,7 +113,8 @@ private func spin(upTo limit: Duration, until condition: () -> Bool) {
 /// | two callers in the same nanoseconds | one scan, its code to both: `callersAtTheSameInstantShareOneScan` (two threads released together, round after round) | one start: `callersAtTheSameInstantShareOneScan` | — |
 /// | a caller joining while the report answers the others | a scan of its own: `callerArrivingDuringTheReport` (it asks while the report is inside its first resume) | a second start: `callerArrivingDuringTheReport` | — |
 /// | a caller joining at the instant the report comes | answered, by that scan or a new one: `callerAtTheInstantOfTheReport` (report and caller released together, round after round) | — | — |
-/// | cancelled task (before, during, after) | — scan() promises nothing for a cancelled task: the scanner always reports | | |
+/// | a waiting caller cancelled while its scan runs, alone or with others | the others, and a caller who asks next, get the scan's code: `cancelledCallerLeavesTheScanRunning` (the cancelled caller: the code or CancellationError) | no second start: `cancelledCallerLeavesTheScanRunning` | — |
+/// | cancelled task (before, after) | — scan() promises nothing for a cancelled task: the scanner always reports | | |
 @Suite("2.5 Concurrent callers")
 struct ConcurrentCallersTests {
   // First in the file on purpose: when several tests fail, the runner shows the first one,
@@ -517,6 +518,71 @@ struct ConcurrentCallersTests {
 
       #expect(codes(results) == [ean, ean, ean], "scan() must return the code the scanner read")
       #expect(bothReported, "the scanner's second report did not finish")
+    }
+  }
+
+  @Test(
+    "A caller cancelled while its scan runs leaves that scan to the others, and to whoever asks next"
+  )
+  func cancelledCallerLeavesTheScanRunning() async throws {
+    // First with another caller waiting for the same scan, then with the cancelled caller
+    // alone; either way a caller asks after the cancel, while the scan still runs. Every
+    // caller runs its code up to its first suspension on an executor that says when it
+    // has nothing left to run, and the scan's report is held until then.
+    for company in [1, 0] {
+      let reports = HeldReports()
+      let scanner = BarcodeScanner(scans: [.code(ean), .code(isbn)], script: reports.script)
+      let shared = SharedBarcodeScanner(scanner: scanner)
+      let settling = SettlingExecutor()
+      let cancelled = Task(executorPreference: settling) { try await shared.scan() }
+      let others = (0..<company).map { _ in
+        Task(executorPreference: settling) { try await shared.scan() }
+      }
+      // (A scan run by a task of its own may start the scanner after its callers wait.)
+      try #require(
+        await eventually {
+          settling.isIdle && settling.jobsRun >= 1 + company && scanner.startCount == 1
+        }, "scan() did not start the scanner for the first caller")
+      cancelled.cancel()
+      let next = Task(executorPreference: settling) { try await shared.scan() }
+      _ = await eventually { settling.isIdle && settling.jobsRun >= 2 + company }
+      reports.release()
+
+      let answers = try await withDeadline(
+        .seconds(2), "scan() of callers who shared a scan, one of them cancelled", hint: scanHint
+      ) {
+        var answers: [Result<String, any Error>] = []
+        for caller in others + [next] { answers.append(await caller.result) }
+        _ = await cancelled.result
+        return answers
+      }
+      let who = company == 0 ? "the only caller" : "one of two callers"
+      let wrong = answers.compactMap { answer -> String? in
+        switch answer {
+        case .success(let code): code == ean ? nil : code
+        case .failure(let error): "\(error)"
+        }
+      }
+      guard wrong.isEmpty else {
+        Issue.record(
+          Comment(
+            rawValue: "\(who) waiting for a scan was cancelled, and the callers who still "
+              + "waited for it, or asked while it ran, got \(wrong), not the scan's code "
+              + "\(ean): a cancelled caller may leave, but the others asked for a code and "
+              + "still want it; cancelling one of them is not cancelling the scan"))
+        return
+      }
+      guard scanner.startCount == 1 else {
+        Issue.record(
+          Comment(
+            rawValue: "\(who) waiting for a scan was cancelled, and a caller who asked while "
+              + "that scan still ran started the scanner again (\(scanner.startCount) starts, "
+              + "\(scanner.busyCount) answered busy): the cancelled caller's leaving made the "
+              + "scan look over, though the scanner was still scanning. Whether a scan runs "
+              + "is not the same as whether anyone waits for it; a caller who asks during "
+              + "the scan shares it"))
+        return
+      }
     }
   }
 }

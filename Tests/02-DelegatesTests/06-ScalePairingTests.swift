@@ -1,3 +1,4 @@
+import Foundation
 import LegacyKit
 import Testing
 import WorkbookTesting
@@ -105,7 +106,9 @@ private func expectPaired(
 /// | pairs as the app cancels, on two threads at once | the scale or `PairingCancelled`, once: `pairsAsTheAppCancels`, round after round: `pairsAsTheAppCancelsAgainAndAgain` | — | — | the two reports overlap, held in the delegate accessors: `pairsAsTheAppCancels`; released together with random offsets: `pairsAsTheAppCancelsAgainAndAgain` |
 /// | slow scale | the scale: `keepsTheDelegateAlive`, `slowScale` | the delegate outlives the wait (held weakly by the session): `keepsTheDelegateAlive` | — | suspends on the reporting thread: `suspendsWhileWaiting`; 2.5 s blocks no thread: `slowScale` |
 /// | pairs: the caller answered | the scale: `letsGoOfTheSessionBeforeTheCallerGoesOn` | no delegate of the pairing left on the session when the caller is resumed: `letsGoOfTheSessionBeforeTheCallerGoesOn` | — | — |
-/// | paired again on the same session | each pairing its own outcome, also after a success: `pairsAgain` | one start per call: `pairsAgain` | — | — |
+/// | paired again on the same session | each pairing its own outcome, also after a success: `pairsAgain` | one start per call: `pairsAgain`, the same code 20 times: `everyCallPairsWithItsOwnProgress` | each call's values to that call's handler: `everyCallPairsWithItsOwnProgress` | — |
+/// | a progress report on its way when the app cancels | `PairingCancelled`: `progressUnderWayWhenTheAppCancels` | — | not passed on once the caller has its answer: `progressUnderWayWhenTheAppCancels` | the report held between the session picking the delegate and telling it: `progressUnderWayWhenTheAppCancels` |
+/// | any ending (pairs, fails, cancelled on the scale or by the app), the caller answered | — | the delegate, the session and the progress handler let go: `letsGoOfTheHandlerHoweverItEnds` | — | — |
 /// | two pairings at once on one session | — the session pairs one at a time, by its contract | | | |
 /// | the calling task cancelled | — the doc comment promises nothing for it: the session's own `cancel()` is how a pairing is stopped | | | |
 @Suite("2.6 Scale pairing (challenge)")
@@ -407,6 +410,169 @@ struct ScalePairingTests {
       on as the session reports it, a repeated one and one that goes back included; what to \
       draw is the caller's choice
       """)
+  }
+
+  @Test(
+    "A progress report still on its way when the app cancels is not passed on after pairScale returns"
+  )
+  func progressUnderWayWhenTheAppCancels() async throws {
+    // Each report on a thread of its own, so that the cancel's report is not queued behind
+    // the progress report held below; `delivered` counts the reports that are over.
+    let delivered = Locked(0)
+    let threads = CallbackScript(
+      timing: .scheduled(
+        CallbackScheduler(name: "a thread for each report") { work in
+          Thread {
+            work()
+            delivered.withLock { $0 += 1 }
+          }.start()
+        }))
+    let session = ScalePairingSession(outcome: .noAnswer, script: threads)
+    let log = EventLog<Double>()
+    let returned = Locked(false)
+    // The session has picked its delegate to tell about 0.5 and not told it yet when the
+    // app cancels; that report goes on once the caller has its answer (2 s at most).
+    session.onProgressReport = { [weak session] fraction in
+      guard fraction == 0.5, let session else { return }
+      session.cancel()
+      _ = waitOnThisThread(upTo: .seconds(2)) { returned.value }
+    }
+    defer { session.onProgressReport = nil }
+
+    let pairingTask = Task { () -> Result<PairedScale, any Error> in
+      let outcome: Result<PairedScale, any Error>
+      do {
+        outcome = .success(try await pairScale(session, code: code, progress: log.recorder))
+      } catch {
+        outcome = .failure(error)
+      }
+      log.close()
+      returned.withLock { $0 = true }
+      return outcome
+    }
+    let outcome = try await withDeadline(.seconds(3), name, hint: cancelHint) {
+      await pairingTask.value
+    }
+    // The progress report and the cancel's report, both over.
+    #expect(await eventually { delivered.value == 2 }, "the session's reports did not finish")
+
+    Self.expectCancelled(outcome)
+    #expect(
+      log.late.isEmpty,
+      Comment(
+        rawValue: "the session began reporting \(log.late) before the app cancelled, and "
+          + "pairScale passed it to progress after it had returned (with PairingCancelled): "
+          + "a value passed on after the answer moves a progress bar once the pairing has "
+          + "ended, or during the next one. A report can be on its way when the outcome "
+          + "comes, on another thread; once the caller has been answered, what is still on "
+          + "its way is not passed on"))
+  }
+
+  @Test(
+    "Every call pairs anew and passes its progress to its own handler, the same code again and again"
+  )
+  func everyCallPairsWithItsOwnProgress() async throws {
+    // Reported inside the call, so that nothing else runs between one call and the next.
+    let session = ScalePairingSession(outcome: .pairs(scale), script: .synchronously)
+    let steps = [0.25, 0.5, 0.75]
+    let logs = (0..<20).map { _ in EventLog<Double>() }
+
+    let outcomes = try await withDeadline(
+      .seconds(5), "\(name), 20 pairings one after another on one session", hint: pairHint
+    ) {
+      var outcomes: [Result<PairedScale, any Error>] = []
+      for log in logs {
+        do {
+          outcomes.append(
+            .success(try await pairScale(session, code: code, progress: log.recorder)))
+        } catch {
+          outcomes.append(.failure(error))
+        }
+        log.close()
+      }
+      return outcomes
+    }
+
+    for outcome in outcomes {
+      expectPaired(outcome, "the session paired with it, every time")
+    }
+    guard session.startCount == logs.count else {
+      Issue.record(
+        Comment(
+          rawValue: "\(logs.count) calls with the same code on one session started "
+            + "\(session.startCount) pairings: each call starts a pairing of its own. A scale "
+            + "kept from an earlier call comes with no progress, and hides what the session "
+            + "says now (a scale gone out of range, a code changed since)"))
+      return
+    }
+    for (index, log) in logs.enumerated() {
+      guard let fault = log.fault(expected: steps) else { continue }
+      Issue.record(
+        Comment(
+          rawValue: "call \(index + 1) of \(logs.count) on one session: its progress handler "
+            + "received \(log.received) (\(fault)), not the \(steps) its pairing reported. "
+            + "Each call's progress goes to the handler that call was given; a delegate kept "
+            + "from an earlier call passes a new pairing's progress on to the old call's "
+            + "handler"))
+      return
+    }
+  }
+
+  /// How a pairing ends, for `letsGoOfTheHandlerHoweverItEnds`.
+  enum Ending: String, CaseIterable, CustomTestStringConvertible {
+    case pairs, fails
+    case cancelledOnTheScale = "cancelled on the scale"
+    case cancelledByTheApp = "cancelled by the app"
+
+    var testDescription: String { rawValue }
+  }
+
+  @Test(
+    "Lets go of the pairing's delegate and progress handler once it has answered, however it ended",
+    arguments: Ending.allCases)
+  func letsGoOfTheHandlerHoweverItEnds(ending: Ending) async throws {
+    final class Handler: Sendable {}
+    weak var weakHandler: Handler?
+    weak var weakSession: ScalePairingSession?
+    do {
+      let outcome: ScalePairingSession.Outcome =
+        switch ending {
+        case .pairs: .pairs(scale)
+        case .fails: .fails(.wrongCode)
+        case .cancelledOnTheScale: .cancelledOnTheScale
+        case .cancelledByTheApp: .noAnswer
+        }
+      let session = ScalePairingSession(outcome: outcome)
+      let handler = Handler()
+      (weakHandler, weakSession) = (handler, session)
+      let progress: @Sendable (Double) -> Void = { _ in _ = handler }
+      let pairingTask = Task { try await pairScale(session, code: code, progress: progress) }
+      if ending == .cancelledByTheApp {
+        #expect(
+          await eventually { session.isPairing },
+          "pairScale should start pairing (startPairing(code:)) right away")
+        session.cancel()
+      }
+      _ = try await withDeadline(.seconds(2), name, hint: "\(pairHint); \(cancelHint)") {
+        await pairingTask.result
+      }
+    }
+
+    // The session's reporting threads may hold the delegate for a moment after the answer.
+    let released = await eventually { weakHandler == nil && weakSession == nil }
+    let held = [
+      (weakHandler, "its progress handler") as (AnyObject?, String), (weakSession, "the session"),
+    ]
+    .compactMap { $0.0 == nil ? nil : $0.1 }.joined(separator: " and ")
+    #expect(
+      released,
+      Comment(
+        rawValue: "a pairing (\(ending.rawValue)) had answered its caller, and 2 s later "
+          + "\(held) still lived, held by nothing of the caller's: the pairing's delegate "
+          + "outlived its pairing. "
+          + "Whatever keeps the delegate alive while the scale works must let go on every way "
+          + "a pairing ends, not only some of them; otherwise each such pairing leaks the "
+          + "delegate, the session and what the handler holds (a whole screen)"))
   }
 }
 

@@ -18,7 +18,9 @@ import WorkbookTesting
 /// | without an avatar, then with one, on one service | each its own card: `reuse` | — | — |
 /// | a slow avatar server (2.5 s) | the card: `slowAvatarDoesNotBlock` | — | holds no thread of the pool, in any task: `slowAvatarDoesNotBlock` |
 /// | two calls at once | — each call has continuations of its own and shares nothing but the service | | |
-/// | cancelled task (before, during, after) | — the service cannot cancel, and the function promises nothing for a cancelled task | | |
+/// | the same card twice from one service | the same card: `sameCardTwiceAsksTwice` | two of each request, nothing kept between calls: `sameCardTwiceAsksTwice` | — |
+/// | an id unknown to one service, then asked of one that knows it | the service's error, then the card: `unknownIdIsAskedAgain` | each service asked: `unknownIdIsAskedAgain` | — |
+/// | cancelled task (before, during, after) | the whole card or CancellationError, never a card missing its avatar: `cancelledTaskGetsTheCardOrThrows` | — the service cannot cancel | — |
 @Suite("3.1 Find the leak")
 struct FindTheLeakTests {
   static let scripts: [CallbackScript] = [.synchronously, .default, .later(.milliseconds(200))]
@@ -188,5 +190,99 @@ struct FindTheLeakTests {
         rawValue: "the service sent Ada's avatar, zero bytes long, and the card is \(card): "
           + "only a nil image means no avatar; what the service sent, however short, is "
           + "passed on as it came"))
+  }
+
+  @Test("The same card loaded twice from one service asks the service twice")
+  func sameCardTwiceAsksTwice() async throws {
+    let service = Self.makeService(script: .default)
+
+    var cards: [ProfileCard] = []
+    for call in ["loadProfileCard(id:from:)", "a second loadProfileCard(id:from:) of that card"] {
+      cards.append(
+        try await withDeadline(.seconds(2), call, hint: Self.hint) {
+          try await loadProfileCard(id: Self.ada.id, from: service)
+        })
+    }
+
+    #expect(cards == Array(repeating: ProfileCard(name: "Ada", avatar: Self.portrait), count: 2))
+    let requests = (service.accountRequests, service.avatarRequests)
+    #expect(
+      requests == (2, 2),
+      Comment(
+        rawValue: "loading Ada's card twice from one service took \(requests.0) account "
+          + "request(s) and \(requests.1) avatar request(s), not two of each: the second card "
+          + "was not asked for, but kept from the first call; the account or the avatar may "
+          + "have changed since, and a kept card hides that. Each call asks the service"))
+  }
+
+  @Test("An id one service does not know is asked of the next service all the same")
+  func unknownIdIsAskedAgain() async throws {
+    // Kept to this test: no other test asks for this id.
+    let hopper = AccountRecord(id: 4_711, displayName: "Grace Hopper", avatarKey: "avatars/gh")
+    let without = AccountService(accounts: [Self.ada], avatars: [:])
+    let with = AccountService(accounts: [hopper], avatars: [hopper.avatarKey: Self.portrait])
+
+    await #expect(throws: AccountServiceError.unknownAccount) {
+      try await withDeadline(.seconds(2), "loadProfileCard(id:from:)", hint: Self.hint) {
+        try await loadProfileCard(id: hopper.id, from: without)
+      }
+    }
+    let card: ProfileCard
+    do {
+      card = try await withDeadline(
+        .seconds(2), "loadProfileCard(id:from:) on a service that knows the id", hint: Self.hint
+      ) {
+        try await loadProfileCard(id: hopper.id, from: with)
+      }
+    } catch is DeadlineExceeded {
+      return
+    } catch {
+      Issue.record(
+        Comment(
+          rawValue: "account \(hopper.id) is unknown to one service, and a second service "
+            + "knows it, but loading it from the second threw \(error) after "
+            + "\(with.accountRequests) account request(s) of that service: an answer from "
+            + "another service, or from an earlier call, was used in place of asking this one. "
+            + "Accounts come and go, and services differ; each call asks the service it was "
+            + "given"))
+      return
+    }
+
+    #expect(card == ProfileCard(name: "Grace Hopper", avatar: Self.portrait))
+    #expect(
+      (with.accountRequests, with.avatarRequests) == (1, 1),
+      "the card of a service that knows the account takes one account request and one avatar request of that service"
+    )
+  }
+
+  @Test("A task cancelled while its card loads gets the whole card, or CancellationError")
+  func cancelledTaskGetsTheCardOrThrows() async throws {
+    let service = Self.makeService(script: .later(.milliseconds(50)))
+
+    // Cancelled before it starts, so that it is cancelled whenever the function looks:
+    // before the account, between the account and the avatar, or after the avatar.
+    let outcome = try await withDeadline(.seconds(2), "loadProfileCard(id:from:)", hint: Self.hint)
+    {
+      await Task {
+        withUnsafeCurrentTask { $0?.cancel() }
+        return try await loadProfileCard(id: Self.ada.id, from: service)
+      }.result
+    }
+
+    switch outcome {
+    case .success(let card):
+      #expect(
+        card == ProfileCard(name: "Ada", avatar: Self.portrait),
+        Comment(
+          rawValue: "a cancelled task got the card \(card), and Ada has an avatar: a card "
+            + "with no avatar says \"this user never uploaded one\", and the screen shows "
+            + "initials for a user who has a picture. Giving up on a cancelled task is "
+            + "allowed, but it must show as an error (CancellationError), not as a card "
+            + "that looks complete"))
+    case .failure(let error):
+      #expect(
+        error is CancellationError,
+        "a cancelled task threw \(error); giving up on cancellation throws CancellationError")
+    }
   }
 }
