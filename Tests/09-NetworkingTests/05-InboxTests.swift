@@ -60,7 +60,7 @@ private func first(
 /// | path | result / error | released | thread, timing |
 /// | --- | --- | --- | --- |
 /// | 2xx | the count, the spaces and newlines around it ignored: `countReturns`, `countStatuses` | — (a complete answer) | suspends while the answer is slow: `slowCountDoesNotBlock` |
-/// | 3xx, 4xx, 5xx; not a number (UTF-8 text kept) | `InboxError.status`, `.notACount(text)`: `countErrors`, `countStatuses`; a refused connection, the session's `URLError`: `countErrors` | — (a complete answer) | — (as a 2xx) |
+/// | 3xx, 4xx, 5xx; not a number (UTF-8 text kept) | `InboxError.status`, `.notACount(text)`: `countErrors`, `countStatuses`; an empty 2xx body (a 204) or blanks are no count, and `.notACount` carries the body as received, untrimmed: `notACountCarriesTheBody`; a refused connection, the session's `URLError`: `countErrors` | — (a complete answer) | — (as a 2xx) |
 /// | cancel before the call | `CancellationError`, no request left open: `countAlreadyCancelled` | the server has no open connection: `countAlreadyCancelled` | — |
 /// | cancel while the request is created | `CancellationError`: `countCancelledWhileCreating` | — (offline data task) | — |
 /// | cancel in flight | `CancellationError`: `countCancels` | server sees the close: `countCancels` | — |
@@ -73,10 +73,10 @@ private func first(
 ///
 /// | path | values, end | released | order, count | thread, timing |
 /// | --- | --- | --- | --- | --- |
-/// | counts | the count, then each change: `countsYieldChanges`; in the order of the polls, a slow answer included: `countsKeepTheirOrder` | — (the stream goes on) | each change posted: `countsYieldChanges`; 2.5 s between polls, no thread held meanwhile: `waitsBetweenPollsWithoutBlocking` (a `Thread.sleep` between polls: caught by hand, but one runner run of two passed it, so not catalogued); in the order of the polls: `countsKeepTheirOrder`; one post after the other (never one beside a slow observer's): `observersHearEachChangeInOrder` | first poll at once: `countsFirstPollAtOnce`; an interval apart, fractions included: `countsSubSecondInterval` |
-/// | a failed poll | ends with its error: `countsEndOnError`, `countsKeepTheirOrder` | the client let go: `clientReleased` | — (the stream ends) | — |
+/// | counts | the count, then each change: `countsYieldChanges`; in the order of the polls, a slow answer included: `countsKeepTheirOrder` | — (the stream goes on) | each change posted: `countsYieldChanges`; 2.5 s between polls, no thread held meanwhile: `waitsBetweenPollsWithoutBlocking` (a `Thread.sleep` between polls: caught by hand, but one runner run of two passed it, so not catalogued); in the order of the polls: `countsKeepTheirOrder`; one post after the other (never one beside a slow observer's): `observersHearEachChangeInOrder`; a slow listener still gets every change the observers heard, none dropped: `slowListenerGetsEveryChange` | first poll at once: `countsFirstPollAtOnce`; an interval apart, fractions included: `countsSubSecondInterval`, and while the count stays the same: `unchangedCountWaitsTheInterval` |
+/// | a failed poll | ends with its error: `countsEndOnError`, `countsKeepTheirOrder`; the session's error too (a dropped connection), not retried: `countsEndOnSessionError` | the client let go: `clientReleased` | — (the stream ends) | — |
 /// | listener leaves (breaks, or its task is cancelled mid-poll) | polling stops: `countsStop`, `countsStopWhenCancelledMidPoll`; the poll in flight cancelled: `countsStopWhenCancelledMidPoll` | the client let go: `clientReleased` (both ways); the old watcher goes on: `legacyWatcherOutlivesAListener` | — (nobody reads any more) | — |
-/// | a second listener, or one while the old watcher runs | gets the current count first: `secondListenerGetsTheCount` | — (as one listener) | a change is posted once, however many listeners: `secondListenerGetsTheCount`; two streams seeing it at the same instant: `oneChangeOnePost` (aimed race) | — |
+/// | a second listener, or one while the old watcher runs | gets the current count first: `secondListenerGetsTheCount`; the first listener's stream goes on: `secondStreamLeavesTheFirst` | — (as one listener) | a change is posted once, however many listeners: `secondListenerGetsTheCount`; two streams seeing it at the same instant: `oneChangeOnePost` (aimed race) | — |
 @Suite("9.5 The whole module")
 struct InboxTests {
   @Test("unreadCount() returns the count")
@@ -744,6 +744,220 @@ struct InboxTests {
           rawValue: "\(ending) and the stream is over, but something still holds the client: "
             + "the polling still runs; a stream nobody listens to must stop and let go"))
     }
+  }
+
+  @Test("unreadCount() fails every 2xx body that is not a count with that body, as received")
+  func notACountCarriesTheBody() async throws {
+    let server = try startedServer()
+    defer { server.stop() }
+    let session = makeSession()
+    // Each a 2xx whose body is no count: what the legacy call fails with notACount(body).
+    let answers: [(route: String, response: HTTPTestResponse, body: String, told: String)] = [
+      ("/no-content/", .status(204), "", "204 and no body"),
+      ("/empty/", .ok(""), "", "200 and an empty body"),
+      ("/blank/", .ok(" \n"), " \n", "200 and a body of a space and a newline"),
+      ("/padded/", .ok(" lots\n"), " lots\n", "200 and the body \" lots\\n\""),
+    ]
+    for answer in answers {
+      server.route(answer.route + "unread", answer.response)
+      let client = InboxClient(
+        baseURL: server.url(answer.route), session: session,
+        notificationCenter: NotificationCenter())
+      let outcome = await Result {
+        try await withDeadline(.seconds(2), "unreadCount() of a \(answer.told)") {
+          try await client.unreadCount()
+        }
+      }
+      if case .failure(let error as DeadlineExceeded) = outcome { throw error }
+      let expected = InboxError.notACount(answer.body)
+      switch outcome {
+      case .failure(let error as InboxError) where error == expected:
+        continue
+      case .success(let count):
+        Issue.record(
+          Comment(
+            rawValue: "the server answered \(answer.told), and unreadCount() returned \(count): "
+              + "a body with no number in it is not a count, even an empty one (a 204 says "
+              + "nothing about the inbox); the legacy unreadCount(completion:) fails it with "
+              + "\(expected), so the badge never shows a count nobody sent"))
+      case .failure(InboxError.notACount(let text)):
+        Issue.record(
+          Comment(
+            rawValue: "the server answered \(answer.told), and unreadCount() threw "
+              + "InboxError.notACount(\(String(reflecting: text))): notACount carries the body "
+              + "as received, spaces and newlines included, as the legacy "
+              + "unreadCount(completion:) reports it (\(expected)); callers that still compare "
+              + "the old API's errors must get the same one from the new"))
+      case .failure(let error):
+        Issue.record(
+          Comment(
+            rawValue: "the server answered \(answer.told), and unreadCount() threw \(error): "
+              + "a 2xx body that is not a count is \(expected), as the legacy "
+              + "unreadCount(completion:) reports it"))
+      }
+    }
+  }
+
+  @Test("unreadCounts(every:) waits the interval between polls while the count stays the same")
+  func unchangedCountWaitsTheInterval() async throws {
+    let server = try startedServer(["/unread": .ok("5")])
+    defer { server.stop() }
+    let interval = Duration.milliseconds(150)
+    let client = inbox(server)
+    let listener = Task { for try await _ in client.unreadCounts(every: interval) {} }
+    defer { listener.cancel() }
+
+    // The count is 5 at every poll: one change, then nothing but the same count.
+    let polled = await eventually(within: .seconds(3)) { server.requests.count >= 4 }
+    listener.cancel()
+    _ = await listener.result
+    #expect(
+      polled, "unreadCounts(every:) should poll every 150 ms for as long as it is listened to")
+    let times = server.arrivals.filter { $0.path == "/unread" }.map(\.time).prefix(4)
+    let gaps = zip(times, times.dropFirst()).map { $1 - $0 }
+    #expect(
+      gaps.allSatisfy { $0 >= interval },
+      Comment(
+        rawValue: "with an interval of 150 ms and a count that stayed 5, the server saw the "
+          + "polls \(gaps.map { "\(Int($0 / .milliseconds(1))) ms" }) apart: a poll that "
+          + "brought no change was followed by the next one without waiting, so for as long "
+          + "as nothing changes (most of the time) the server is polled back to back; every "
+          + "poll, whatever it brought, is an interval from the next"))
+  }
+
+  @Test("unreadCounts(every:) ends with the session's error when a poll's connection drops")
+  func countsEndOnSessionError() async throws {
+    let server = try startedServer()
+    // The first poll answers; the second one's connection drops halfway; any later one
+    // would answer another count.
+    server.route(
+      "/unread", [.ok("3"), .dropped(Array("40".utf8), after: 1), .ok("4")])
+    defer { server.stop() }
+    let client = inbox(server)
+    let seen = Locked<[Int]>([])
+    let ending = Locked<(any Error)??>(nil)
+    let listener = Task {
+      do {
+        for try await count in client.unreadCounts(every: .milliseconds(5)) {
+          seen.withLock { $0.append(count) }
+        }
+        ending.withLock { $0 = .some(nil) }
+      } catch {
+        ending.withLock { $0 = .some(error) }
+      }
+    }
+    defer { listener.cancel() }
+
+    // Over once the stream ends, or once it has gone on past the dropped poll.
+    let over = await eventually {
+      ending.value != nil || seen.value.count > 1 || server.requests.count > 2
+    }
+    #expect(over, "unreadCounts(every:) should yield the count and poll again, 5 ms later")
+    guard over else { return }
+    let ended: (any Error)?? = ending.value
+    switch ended {
+    case .some(.some(let error)):
+      #expect(
+        error is URLError,
+        Comment(
+          rawValue: "the second poll's connection dropped, and the stream ended with \(error): "
+            + "a failed poll ends the stream with its own error, here the session's URLError"))
+    case .some(.none):
+      Issue.record(
+        Comment(
+          rawValue: "the second poll's connection dropped, and the stream finished without an "
+            + "error: a failed poll ends the stream with its error, so the listener knows why "
+            + "it ended"))
+    case .none:
+      Issue.record(
+        Comment(
+          rawValue: "the second poll's connection dropped (the session's URLError), and the "
+            + "stream went on polling (\(server.requests.count) polls, counts \(seen.value)): "
+            + "the first failed poll ends the stream with its error, whatever the error; "
+            + "skipping failed polls is the old watcher's way, and a listener of the stream "
+            + "would never hear that the network failed"))
+    }
+  }
+
+  @Test("Two streams of one client: a second listener does not end the first one's stream")
+  func secondStreamLeavesTheFirst() async throws {
+    let server = try startedServer(["/unread": .ok("3")])
+    defer { server.stop() }
+    let client = inbox(server)
+    let seen = Locked<[[Int]]>([[], []])
+    let ended = Locked<[String?]>([nil, nil])
+    func listen(_ screen: Int) -> Task<Void, Never> {
+      Task {
+        do {
+          for try await count in client.unreadCounts(every: .milliseconds(5)) {
+            seen.withLock { $0[screen].append(count) }
+          }
+          ended.withLock { $0[screen] = "finished" }
+        } catch {
+          ended.withLock { $0[screen] = "ended with \(error)" }
+        }
+      }
+    }
+    let firstScreen = listen(0)
+    defer { firstScreen.cancel() }
+    #expect(await eventually { seen.value[0] == [3] }, "the first listener should get the count")
+    let secondScreen = listen(1)
+    defer { secondScreen.cancel() }
+    #expect(await eventually { seen.value[1] == [3] }, "the second listener should get the count")
+    server.route("/unread", .ok("7"))
+    _ = await eventually {
+      (0..<2).allSatisfy { seen.value[$0].last == 7 || ended.value[$0] != nil }
+    }
+    for (screen, other) in [(0, "second"), (1, "first")] {
+      if let how = ended.value[screen] {
+        Issue.record(
+          Comment(
+            rawValue: "two screens listened to unreadCounts(every:) of one client, and the "
+              + "\(other == "second" ? "first" : "second") one's stream \(how) while it still "
+              + "listened (it got \(seen.value[screen])), once the \(other) screen listened "
+              + "too: each call is a stream of its own, with its own polling, which only its own "
+              + "listener ends; the client serves every screen at once"))
+      } else {
+        #expect(
+          seen.value[screen] == [3, 7],
+          Comment(
+            rawValue: "two screens listened to one client, the count went from 3 to 7, and one "
+              + "listener got \(seen.value[screen]): each stream yields every change"))
+      }
+    }
+  }
+
+  @Test("A listener that reads slowly still gets every change the observers heard, in order")
+  func slowListenerGetsEveryChange() async throws {
+    let server = try startedServer()
+    server.route("/unread", [.ok("1"), .ok("2"), .ok("3"), .ok("4")])
+    defer { server.stop() }
+    let observers = Observers()
+    let client = inbox(server, center: observers.center)
+
+    // The listener is busy with the 1 until the observers have heard the 4 (or for two
+    // seconds: a stream that polls only when asked never gets there, and need not).
+    let seen = try await withDeadline(
+      .seconds(5), "the counts 1 to 4 of a slow listener",
+      hint: "yield each change, and keep it until the listener asks"
+    ) {
+      var seen: [Int] = []
+      for try await count in client.unreadCounts(every: .milliseconds(5)) {
+        seen.append(count)
+        if count == 1 { _ = await eventually { observers.counts.last == 4 } }
+        if count == 4 { break }
+      }
+      return seen
+    }
+    // A stream may yield a count before it posts it.
+    _ = await eventually { observers.counts.count >= seen.count }
+    #expect(
+      seen == observers.counts,
+      Comment(
+        rawValue: "while the listener was busy with the count 1, the old observers heard "
+          + "\(observers.counts), and the listener then got \(seen): the stream dropped the "
+          + "counts its listener had not read yet, so the screen skips changes the old screens "
+          + "showed; every change is a value of the stream, kept until the listener reads it"))
   }
 }
 
