@@ -42,6 +42,7 @@ private let failureHint =
 /// | completed 500 ms later, on another thread | its value: `doesNotPoll` | — | suspends once, no polling: `doesNotPoll` |
 /// | completed seconds later | its value, however long it takes: `waitsAsLongAsItTakes` | — | no time limit of its own (a caller sets one if it wants one) |
 /// | cancelled after it returned | — nothing is left to cancel: `value` registers nothing that outlives it | | |
+/// | the awaiting task cancelled just as the future completes, in an answer that reads, resumes and clears its continuation under separate locks | — not caught: both sides must land between two of the answer's own lock steps, which call nothing a test can pause; the runtime names the double resume if it happens | | |
 @Suite("5.1 Bridge a future")
 struct BridgeAFutureTests {
   @Test("Returns the value of the future, whenever it arrives", arguments: scripts)
