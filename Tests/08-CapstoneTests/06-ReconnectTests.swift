@@ -120,6 +120,32 @@ private struct Chat {
     return false
   }
 
+  /// Lets each wait in `seconds` pass in turn, once the chat sleeps for it, and checks that
+  /// each wait is the one expected; `wrongWait(try, asked, expected)` says what went wrong.
+  /// Returns false if the chat ended early (already recorded by `waitsToTryAgain`).
+  func waitsDouble(
+    _ seconds: [Int], wrongWait: (Int, Duration?, Int) -> String,
+    sourceLocation: SourceLocation = #_sourceLocation
+  ) async throws -> Bool {
+    for (attempt, expected) in seconds.enumerated() {
+      if attempt == 0 {
+        try await waitsToReconnect(
+          "before try 1 (nothing listens)", sourceLocation: sourceLocation)
+      } else {
+        guard try await waitsToTryAgain(after: attempt, sourceLocation: sourceLocation) else {
+          return false
+        }
+      }
+      let asked = clock.requestedSleeps.last
+      #expect(
+        asked == .seconds(expected),
+        Comment(rawValue: wrongWait(attempt + 1, asked, expected)),
+        sourceLocation: sourceLocation)
+      clock.advance(by: .seconds(expected))
+    }
+    return true
+  }
+
   /// Waits for the command to end.
   func end(
     _ what: String, hint: String, sourceLocation: SourceLocation = #_sourceLocation
@@ -419,21 +445,13 @@ struct ReconnectTests {
     try await alice.joins(server)
     server.stop()
 
-    for (attempt, seconds) in [1, 2, 4].enumerated() {
-      if attempt == 0 {
-        try await alice.waitsToReconnect("before try 1 (nothing listens)")
-      } else {
-        guard try await alice.waitsToTryAgain(after: attempt) else { return }
-      }
-      let asked = alice.clock.requestedSleeps.last
-      #expect(
-        asked == .seconds(seconds),
-        """
-        the wait before try \(attempt + 1) was \(asked.map { "\($0)" } ?? "none"), not \
-        \(seconds) s: wait policy.firstDelay first, then double the delay after each failed try
-        """)
-      alice.clock.advance(by: .seconds(seconds))
+    let waited = try await alice.waitsDouble([1, 2, 4]) { attempt, asked, seconds in
+      """
+      the wait before try \(attempt) was \(asked.map { "\($0)" } ?? "none"), not \
+      \(seconds) s: wait policy.firstDelay first, then double the delay after each failed try
+      """
     }
+    guard waited else { return }
 
     await #expect(throws: ReconnectError.gaveUp) {
       try await alice.endsGivingUp(
@@ -675,22 +693,14 @@ struct ReconnectTests {
     try await alice.joins(server)
     server.stop()
 
-    for (attempt, seconds) in [20, 40, 80].enumerated() {
-      if attempt == 0 {
-        try await alice.waitsToReconnect("before try 1 (nothing listens)")
-      } else {
-        guard try await alice.waitsToTryAgain(after: attempt) else { return }
-      }
-      let asked = alice.clock.requestedSleeps.last
-      #expect(
-        asked == .seconds(seconds),
-        """
-        with policy.firstDelay 20 s, the wait before try \(attempt + 1) was \
-        \(asked.map { "\($0)" } ?? "none"), not \(seconds) s: the policy doubles each wait \
-        after a failed try, however long it gets, and sets no ceiling
-        """)
-      alice.clock.advance(by: .seconds(seconds))
+    let waited = try await alice.waitsDouble([20, 40, 80]) { attempt, asked, seconds in
+      """
+      with policy.firstDelay 20 s, the wait before try \(attempt) was \
+      \(asked.map { "\($0)" } ?? "none"), not \(seconds) s: the policy doubles each wait \
+      after a failed try, however long it gets, and sets no ceiling
+      """
     }
+    guard waited else { return }
     await #expect(throws: ReconnectError.gaveUp) {
       try await alice.endsGivingUp(
         "runReconnectingChat(…) after 3 failed tries",
