@@ -242,7 +242,7 @@ struct MainActorIsolationTests {
     }
     #expect(
       model.steps == 0,
-      "the pedometer reported 0 steps, and refresh() left steps at \(String(describing: model.steps)): 0 is today's count, so show it"
+      "the pedometer reported 0 steps, and refresh() left steps at \(String(describing: model.steps)): 0 is today's count, so show it. A refresh shows the pedometer's latest answer, even one lower than the count on screen (a new day starts again from 0)"
     )
   }
 
