@@ -440,11 +440,8 @@ struct ScalePairingTests {
     defer { session.onProgressReport = nil }
 
     let pairingTask = Task { () -> Result<PairedScale, any Error> in
-      let outcome: Result<PairedScale, any Error>
-      do {
-        outcome = .success(try await pairScale(session, code: code, progress: log.recorder))
-      } catch {
-        outcome = .failure(error)
+      let outcome = await Result {
+        try await pairScale(session, code: code, progress: log.recorder)
       }
       log.close()
       returned.withLock { $0 = true }
