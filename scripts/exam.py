@@ -6,8 +6,8 @@
 
 `--merge` adds catalogue entries to workbook.json: FILE is JSON of the form
 {"8.1": {"mistakes": [{name, source, verdict, phrase}], "alternatives": [{name, source}]}},
-the survivors a fixer turned into catalogue entries; entries whose source is already
-listed are skipped, and every source must exist.
+the survivors a fixer turned into catalogue entries; an entry whose source is already
+listed replaces that entry's fields (a reworded phrase), and every source must exist.
 
 FOLDER holds an examiner's patches (unified diffs against a solution, as in Mistakes/)
 and index.tsv, one line per patch: `id <TAB> patch file <TAB> category <TAB> the cause a
@@ -68,7 +68,7 @@ def merge(path):
     workbook_path = os.path.join(ROOT, "workbook.json")
     with open(workbook_path, encoding="utf-8") as handle:
         workbook = json.load(handle)
-    added = 0
+    added = updated = 0
     for chapter in workbook["chapters"]:
         for exercise in chapter["exercises"]:
             extra = additions.pop(exercise["id"], None)
@@ -80,6 +80,11 @@ def merge(path):
                     if not os.path.isfile(os.path.join(ROOT, entry["source"])):
                         sys.exit(f"exam.py: {exercise['id']}: {entry['source']} does not exist")
                     if entry["source"] in listed:
+                        # A merge file may also reword an entry already listed (a new phrase).
+                        for existing in exercise[kind]:
+                            if existing["source"] == entry["source"] and existing != entry:
+                                existing.update(entry)
+                                updated += 1
                         continue
                     exercise.setdefault(kind, []).append(entry)
                     added += 1
@@ -87,7 +92,7 @@ def merge(path):
         sys.exit(f"exam.py: no such exercises: {', '.join(sorted(additions))}")
     with open(workbook_path, "w", encoding="utf-8") as handle:
         handle.write(json.dumps(workbook, indent=2, ensure_ascii=False) + "\n")
-    print(f"exam.py: added {added} catalogue entries to workbook.json")
+    print(f"exam.py: added {added} and updated {updated} catalogue entries in workbook.json")
 
 
 def main():
