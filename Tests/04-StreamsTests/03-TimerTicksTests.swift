@@ -92,7 +92,7 @@ private func first(
 /// | ticks read, the loop breaks | numbered from 1, in order: `ticksComeInOrder` | — | cancelled: `cancelsWhenTheLoopBreaks` | the first an interval from now, then one per interval: `ticksComeInOrder` |
 /// | a slow loop | the newest tick, no backlog: `aSlowConsumerGetsTheNewestTick`; at once, and the next only from a new firing (no tick kept, two kept): `theNewestTickAfterAPause` | — | — | — |
 /// | an interval of whole seconds (1 s) | — | — | — | the first tick not before half the interval: `aWholeSecondIsKept` |
-/// | a timer firing every 50 µs | never a tick after a newer one: `fastTicksNeverGoBack` | — | — | — |
+/// | a timer firing every 50 µs | never a tick after a newer one, never two with one number (a number worked out from the elapsed time repeats): `fastTicksNeverGoBack` | — | — | — |
 /// | a tick yielded later, by a task or another queue | the loop is woken from inside the handler, so no tick can overtake another: `ticksArePassedOnInTheHandler` | — | — | — |
 /// | the task is cancelled | — | the loop ends: `cancelsWhenTheTaskIsCancelled` | cancelled: `cancelsWhenTheTaskIsCancelled` | — |
 /// | the stream is dropped unread | — | — | cancelled: `cancelsWhenTheStreamIsDropped` | — |
@@ -195,29 +195,39 @@ struct TimerTicksTests {
   func fastTicksNeverGoBack() async throws {
     let loopThread = OneThreadExecutor()
     var problems: [String] = []
+    var repeats: [String] = []
 
     for round in 1...3 {
       let timer = TestTimer()
       defer { timer.dispose() }
       // The loop on a thread of its own, and the pool left whole (no pool check): work
       // handed to tasks gets both of its threads, as in an app.
-      let (read, wentBack) = try await withDeadline(
+      let (read, repeated, wentBack) = try await withDeadline(
         .seconds(3), "the loop over ticks(of:every:) at 50 µs", hint: ticksHint,
         on: loopThread, checksPool: false
       ) {
         var read = 0
         var last: Int?
+        var repeated: [Int] = []
         var wentBack: [(Int, Int)] = []
         let start = ContinuousClock.now
-        // A loop that reads as fast as it can for 300 ms. (How ticks are numbered is the
-        // first test's business; here only their order counts.)
+        // A loop that reads as fast as it can for 300 ms. (Where the numbers start is the
+        // first test's business; here only their order counts, and that no two are alike.)
         for await tick in ticks(of: timer.source, every: .microseconds(50)) {
-          if let last, tick.number <= last { wentBack.append((last, tick.number)) }
+          if let last, tick.number == last { repeated.append(last) }
+          if let last, tick.number < last { wentBack.append((last, tick.number)) }
           last = max(last ?? tick.number, tick.number)
           read += 1
           if ContinuousClock.now - start > .milliseconds(300) { break }
         }
-        return (read, wentBack)
+        return (read, repeated, wentBack)
+      }
+      // Two ticks with one number: two firings numbered alike, whatever order they came in.
+      if let number = repeated.first {
+        repeats.append(
+          "round \(round): of \(read) ticks read, \(repeated.count) carried the number of "
+            + "a tick read before it (tick \(number) twice)")
+        break
       }
       if let (newer, older) = wentBack.first {
         problems.append(
@@ -227,6 +237,15 @@ struct TimerTicksTests {
       }
     }
 
+    #expect(
+      repeats.isEmpty,
+      """
+      two firings got the same number: \(repeats.joined(separator: "; ")). A tick's number \
+      counts the firings, each one more than the one before, so no two ticks share one. A \
+      number worked out from the time gone by since the start (elapsed time divided by the \
+      interval) repeats whenever a handler runs late, and skips when it runs early: \
+      Dispatch never fires exactly on time
+      """)
     #expect(
       problems.isEmpty,
       """
