@@ -91,6 +91,8 @@ public final class VibrationSensor: @unchecked Sendable {
   private var stopCount = 0
   private var pauseCount = 0
   private var pausesOnTheirWay = 0
+  /// The thread of each call of ``start()`` that started a run.
+  private var startingThreads: [pthread_t] = []
 
   /// - Parameters:
   ///   - runs: What each start does, in order; starts past the end repeat the last run.
@@ -131,6 +133,14 @@ public final class VibrationSensor: @unchecked Sendable {
   /// Whether a ``pause()`` is on its way to the hardware (see `pauseTakes`): called, and
   /// not yet landed.
   public var isPausing: Bool { locked { pausesOnTheirWay > 0 } }
+  /// Whether a call of ``start()`` on this thread started a run: asked right after a call
+  /// that promises to start the sensor, it tells whether that call started it itself, or
+  /// left it to another thread (a task, a queue) that may do it before or after the call
+  /// returns.
+  public var wasStartedOnThisThread: Bool {
+    let me = pthread_self()
+    return locked { startingThreads.contains { pthread_equal($0, me) != 0 } }
+  }
 
   /// Starts measuring: the next run of the script. Does nothing if the sensor is running.
   public func start() {
@@ -138,6 +148,7 @@ public final class VibrationSensor: @unchecked Sendable {
       guard !running else { return nil }
       running = true
       startCount += 1
+      startingThreads.append(pthread_self())
       generation += 1
       left = runs[min(runIndex, runs.count - 1)].readings
       runIndex += 1

@@ -92,6 +92,7 @@ private func readUnlessTheStartWasMissed<T: Sendable>(
 /// | the reading task is cancelled | — | the loop ends: `cancelStops` | stopped: `cancelStops` | — |
 /// | the sequence is dropped unread | — | — | stopped: `droppedStops` | — |
 /// | a second sequence after the first ended | its own readings: `restartsForANewSequence` | — | started again: `restartsForANewSequence`; not left paused by the first: `restartsAfterAPausedEnd` | — |
+/// | the call returns | — | — | started by the call itself, before it returns, not by a task or the first loop: `startsBeforeReturning` | — |
 /// | a slow sensor (2.5 s to its end) | — | ends with the session: `slowSensor` | — | the wait blocks no thread: `slowSensor` |
 /// | two sequences at once on one sensor | — the sensor has one delegate: one sequence at a time, by its contract | | | |
 /// | a reading still being delivered as the sequence ends pauses the sensor again (no `ended` mark) | — not caught: the reading must be inside the feed's callback, before its lock, while `stop()` runs; the sensor calls nothing a test can pause there | | | |
@@ -550,9 +551,12 @@ extension SensorFeedTests {
     let settled = await eventually(within: .seconds(5)) { sensor.isPaused || !sensor.isRunning }
     guard sensor.isPaused else {
       if settled && sensor.readingsSent > capacity { return }
+      // Never started by then: `startsBeforeReturning` names that.
+      if settled && sensor.starts == 0 { return }
       Issue.record(
         """
-        the sensor was never paused while the reader read nothing (it sent         \(sensor.readingsSent) readings, capacity \(capacity)): pause() it as soon as capacity \
+        the sensor was never paused while the reader read nothing (it sent \
+        \(sensor.readingsSent) readings, capacity \(capacity)): pause() it as soon as capacity \
         readings wait
         """)
       return
@@ -602,5 +606,38 @@ extension SensorFeedTests {
         + "sequence started the sensor, and no reading came. Whether to lift a pause is this "
         + "feed's own knowledge (it asked for one), not the sensor's state at that moment")
     #expect(second.count == 3, "the second sequence must get readings")
+  }
+
+  @Test("vibrations(from:capacity:) starts the sensor itself, before it returns")
+  func startsBeforeReturning() async throws {
+    // A short session, so that a sensor started late, and never stopped, ends by itself.
+    let sensor = VibrationSensor(runs: [.init(readings: 50, then: .finished)])
+
+    // Nothing between the call and the look at the sensor: a task started by the call, or a
+    // loop that begins later, has not had its turn on this thread.
+    var sequence: (any AsyncSequence<Vibration, any Error>)? = vibrations(
+      from: sensor, capacity: 8)
+    let (starts, here) = (sensor.starts, sensor.wasStartedOnThisThread)
+    sequence = nil
+    _ = sequence
+
+    #expect(
+      starts == 1 && here,
+      Comment(
+        rawValue: starts == 0
+          ? "vibrations(from:capacity:) returned, and the sensor had not been started: the "
+            + "call promises every reading from now on, so it starts the sensor itself, "
+            + "before it returns. Started later, by a task or only once a loop asks for its "
+            + "first reading, the readings of the meantime are never measured, and a sequence "
+            + "dropped unread never starts (or stops) the sensor as promised"
+          : starts > 1
+            ? "vibrations(from:capacity:) started the sensor \(starts) times before it "
+              + "returned: one sequence, one start"
+            : "the sensor was started on another thread: vibrations(from:capacity:) must "
+              + "start the sensor itself, before it returns; a task (or a queue) it hands the "
+              + "start to runs whenever it gets its turn, before or after the call returns. A "
+              + "sequence dropped or cancelled before then has ended before its onTermination "
+              + "was set, and the sensor is started afterwards with nobody to stop it"))
+    _ = await eventually(within: .seconds(1)) { !sensor.isRunning }
   }
 }
