@@ -26,7 +26,8 @@ import WorkbookTesting
 /// | 500 labels, some read twice, in batches | — | every one, in the order read, twice when read twice: `everyLabelInOrder` | handed over one at a time on the decoding queue, a background queue |
 /// | 200 labels read while the main thread is busy | counted at the next event: `labelsChangeOnlyOnTheMainThread` | unchanged while the main thread is busy, listed at the next event: `labelsChangeOnlyOnTheMainThread` | never changed on the decoding queue; the decoding queue does not wait for the main thread, not even a while with a time limit (200 such waits add up): `labelsChangeOnlyOnTheMainThread` |
 /// | labels and events from background threads, interleaved, 20 rounds | each event with the labels before it: `interleavedFromBackgroundThreads` | in order, across events: `interleavedFromBackgroundThreads` | the camera's side played from threads of the test's own |
-/// | how a label reaches the main actor | — | a block on the main queue, or a new task isolated to the main actor, made inside the method: in line with the scanner's events (both pass); a task that is not isolated to the main actor, or one resumed from an `AsyncStream`, comes after the event: every test with labels; batches drained on the main thread take along labels read after a later event, which the status line then counts (paused after 4 labels when the camera went after 3): `sessionEventsShowAtOnce` | `DispatchQueue.main.sync` blocks the decoding queue while the main thread is busy: `labelsChangeOnlyOnTheMainThread` |
+/// | labels read with no session event after them (the camera keeps scanning) | — | listed once the main thread is free, without waiting for an event: `labelsListedWhileScanning` | — |
+/// | how a label reaches the main actor | — | a block on the main queue, or a new task isolated to the main actor, made inside the method: in line with the scanner's events (both pass); a task that is not isolated to the main actor, or one resumed from an `AsyncStream`, comes after the event: every test with labels; batches drained on the main thread (a drain per batch, or at the next session event) take along labels read after a later event, which the status line then counts (paused after 4 labels when the camera went after 3): `sessionEventsShowAtOnce`, which tells them from labels changed on the decoding queue by holding the main thread while one more label is handed over (only once it failed) | `DispatchQueue.main.sync` blocks the decoding queue while the main thread is busy: `labelsChangeOnlyOnTheMainThread` |
 /// | session events off the main queue | — the scanner posts them to the main queue only, so a conformance isolated to the main actor is never used elsewhere | | |
 /// | a label method isolated to the main actor whose body only hops | — it runs on the decoding queue though the compiler takes it for main-actor code, but changes nothing there: neither a trap nor a failed cast shows it at run time (Swift 6.3, Linux), so no test can (the compiler accepts the conformance, as it cannot see which queue the scanner calls it on; only the scanner's doc comment says) | | |
 /// | the screen released while scanning | — the scanner holds its delegates weakly, and the screen promises nothing then | | |
@@ -182,6 +183,48 @@ struct MainActorDelegateTests {
 
     await redraws.expect(expected)
   }
+
+  @Test("Labels are listed while the camera keeps scanning, with no session event after them")
+  func labelsListedWhileScanning() async throws {
+    let scanner = ShelfScanner()
+    let model = AisleScanModel(scanner: scanner)
+    let redraws = AisleRedraws(scanner, model)
+    model.start()
+    guard await redraws.expect([(.started, .scanning, [])]) else { return }
+
+    // Labels read one at a time, and no event after them: the clerk keeps scanning. Once the
+    // scanner has handed a label over, whatever the method queued for the main thread is
+    // ahead of the test's next trip through it, so the label is listed after that trip.
+    var read: [String] = []
+    for index in 0..<12 {
+      let label = "shelf-\(index)"
+      scanner.read([label])
+      read.append(label)
+      guard await aisleEventually({ scanner.labelsDelivered >= read.count }) else {
+        Issue.record(
+          Comment(
+            rawValue: "the scanner's decoding queue had not handed over label #\(read.count) "
+              + "2 seconds after it was read: the label delegate method does not return "
+              + "at once"))
+        return
+      }
+      await aisleLetTheMainActorCatchUp()
+      guard model.labels == read else {
+        Issue.record(
+          Comment(
+            rawValue: """
+              the scanner had handed over \(read.count) labels, one at a time, each delegate \
+              call had returned, and the main thread was free, yet the screen listed \
+              \(model.labels.count) of them, with no session event since: labels were held \
+              back (in a batch until it fills up, or until the next session event) instead of \
+              being handed to the main thread as each was read. While the camera keeps \
+              scanning, the clerk does not see the labels held back, and the last labels of \
+              an aisle show only once the camera stops
+              """))
+        return
+      }
+    }
+  }
 }
 
 // MARK: - Helpers
@@ -216,9 +259,11 @@ private final class AisleRedraws {
 
   private(set) var seen: [(event: ShelfScanner.SessionEvent, shown: AisleShown)] = []
   private let model: AisleScanModel
+  private let scanner: ShelfScanner
 
   init(_ scanner: ShelfScanner, _ model: AisleScanModel) {
     self.model = model
+    self.scanner = scanner
     scanner.onRedraw = { [weak self, weak model] event in
       guard let self, let model else { return }
       self.seen.append((event, AisleShown(model)))
@@ -253,11 +298,18 @@ private final class AisleRedraws {
         for _ in 0..<100 where model.labels.count < want.labels.count {
           try? await Task.sleep(for: .milliseconds(10))
         }
+        let finally = AisleShown(model)
+        // More labels than were read before the event: listed off the main thread, or held
+        // back and listed together later? Only then is it worth a look (the look lists a
+        // label of its own).
+        let offMain =
+          shown.labels.count > want.labels.count
+          ? aisleLabelsChangeOffTheMainThread(scanner, model) : nil
         Issue.record(
           Comment(
             rawValue: aisleWhatWentWrong(
               at: event, shown: shown, expected: want, statusBefore: before,
-              finally: AisleShown(model))),
+              finally: finally, labelsChangeOffTheMainThread: offMain)),
           sourceLocation: sourceLocation)
         return false
       }
@@ -305,12 +357,34 @@ private func aisleLetTheMainActorCatchUp() async {
   for _ in 0..<10 { await Task.yield() }
 }
 
+/// Whether the label delegate method lists a label itself, on the decoding queue: the main
+/// thread is held (this function does not suspend) while the scanner hands over one more
+/// label, and once the method has returned, the test looks whether the label is listed
+/// already. Nothing on the main thread can have listed it meanwhile, so a yes is certain, and
+/// a method that changes the list where it runs says yes every time. Nil when the decoding
+/// queue had not handed it over 5 seconds later (a busy machine, or a method that waits for
+/// the main thread). Used only to explain a failure: it holds the main thread, and it leaves
+/// the label behind.
+@MainActor
+private func aisleLabelsChangeOffTheMainThread(
+  _ scanner: ShelfScanner, _ model: AisleScanModel
+) -> Bool? {
+  let before = model.labels.count
+  let handedOver = DispatchSemaphore(value: 0)
+  scanner.read(["probe-label"])
+  scanner.whenReported { handedOver.signal() }
+  guard handedOver.wait(timeout: .now() + 5) == .success else { return nil }
+  return model.labels.count != before
+}
+
 /// Why the screen showed `shown` when `event` returned instead of `expected`; `statusBefore`
 /// is what the status line said before the event, `finally` what the screen showed once the
-/// main actor had caught up after all the events of the test.
+/// main actor had caught up after all the events of the test; `labelsChangeOffTheMainThread`
+/// what `aisleLabelsChangeOffTheMainThread` saw, when the screen listed too many labels (nil:
+/// not known).
 private func aisleWhatWentWrong(
   at event: ShelfScanner.SessionEvent, shown: AisleShown, expected: AisleShown,
-  statusBefore: AisleScanStatus, finally: AisleShown
+  statusBefore: AisleScanStatus, finally: AisleShown, labelsChangeOffTheMainThread: Bool?
 ) -> String {
   let opening =
     "when \(event) returned, the screen should show \(expected), and it showed \(shown)"
@@ -360,11 +434,37 @@ private func aisleWhatWentWrong(
     if shown.labels.count > expected.labels.count,
       Array(shown.labels.prefix(expected.labels.count)) == expected.labels
     {
-      return """
+      let tooEarly = """
         \(opening): the screen already listed \(shown.labels.count - expected.labels.count) \
         labels the scanner read only after it had posted this event, so the screen counts \
         labels read after the event (\(expected.labels.count) were read before it, \
-        \(shown.labels.count) were listed). Either the labels changed on the scanner's \
+        \(shown.labels.count) were listed)
+        """
+      if labelsChangeOffTheMainThread == true {
+        return """
+          \(tooEarly). The labels changed on the scanner's decoding queue: a label the scanner \
+          handed over while the main thread was held elsewhere was listed at once, by \
+          shelfScanner(_:didRead:) itself, on the background queue the scanner calls it on. \
+          The screen's state belongs to the main actor: changed from another thread, it races \
+          with the view reading it, and nothing traps to tell you. A method the scanner calls \
+          on a background queue must not be isolated to the main actor, by its conformance or \
+          otherwise, and the state must not leave the main actor either: the method hands the \
+          label over to the main actor
+          """
+      }
+      if labelsChangeOffTheMainThread == false {
+        return """
+          \(tooEarly). The labels were held back and listed in batches, on the main thread: \
+          whatever listed them (a hand-over queued for an earlier label, or a session event) \
+          took along labels read after this event, all that had come by the time it ran. A \
+          label that waits in a batch is listed late: its count shows at the wrong event, and \
+          while the camera keeps scanning it does not show at all. Each label must reach the \
+          main thread in line with the scanner's events: after the events posted before it \
+          was read, before those posted after
+          """
+      }
+      return """
+        \(tooEarly). Either the labels changed on the scanner's \
         decoding queue: they were listed as they came in, on the background queue the scanner \
         calls shelfScanner(_:didRead:) on, while the main thread was busy elsewhere. The \
         screen's state belongs to the main actor: changed from another thread, it races with \
