@@ -17,6 +17,7 @@ import WorkbookTesting
 /// | read right after counting, on another thread | the new count: `countIsThereWhenTheCallReturns` | none late (a hop to another queue or task): `countIsThereWhenTheCallReturns` | — |
 /// | the cache stored and read from many threads at once | every thumbnail: `cacheFromManyThreads`; each found at once by the thread that stored it: `readsWaitTheirTurn` | none lost, no read given up while another thread holds the lock: `readsWaitTheirTurn` | any thread: `cacheFromManyThreads` |
 /// | counted, stored and read from a task while the pool has one free thread | at once: `usableFromATask` | — | waits for no other task (a semaphore until an actor or a task has it would hold the last thread): `usableFromATask`, which catches an actor behind semaphores in about 6 runs of 8 (in the others the squeeze does not take hold; not yet understood) |
+/// | thumbnails stored one after the other on one thread, 2,400 of them | every one, none dropped by the cache itself (a limit that empties it, or drops the oldest): `cacheFromManyThreads`, which looks at that once thumbnails stored on many threads went missing | — | — |
 /// | a name stored twice | the newer one: `storeReplaces` | — | — |
 /// | a thumbnail stored under another name than its own | under the name given: `storedUnderTheGivenName` | — | — |
 /// | the first use of `shared`, from two threads at once | — once per process: the first use is over before a test can race it (a `static let` is made once, safely, by the language) | | |
@@ -132,6 +133,31 @@ struct SharedStateTests {
     // Lost, or only late? A store made later shows up in a moment.
     var arrivedLater = false
     if !missingAtOnce.isEmpty { arrivedLater = await eventually { missing().isEmpty } }
+
+    // Lost to another thread's store, or let go of by the cache itself? As many stored on
+    // one thread alone tell: missing then, no other thread took them.
+    if !missingAtOnce.isEmpty, !arrivedLater, missingAtOnce.count < threads * 300 {
+      let alone = (0..<threads * 300).map { "alone-\($0)" }
+      for name in alone {
+        ThumbnailCache.shared.store(Thumbnail(name: name, pixels: [1]), named: name)
+      }
+      let missedAlone = alone.filter { name in
+        ThumbnailCache.shared.thumbnail(named: name)?.name != name
+      }
+      if !missedAlone.isEmpty, missedAlone.count < alone.count {
+        Issue.record(
+          Comment(
+            rawValue: "\(missingAtOnce.count) of \(threads * 300) thumbnails stored at the "
+              + "same time on \(threads) threads were missing once the stores had returned, "
+              + "and so were \(missedAlone.count) of \(alone.count) stored one after the other "
+              + "on one thread, with no other thread using the cache (the first: "
+              + "\(missedAlone[0])), though the others were there: the cache let go of "
+              + "thumbnails by itself (a limit on how many it holds, that empties it or drops "
+              + "the oldest). It must keep every thumbnail stored until the same name is "
+              + "stored again: the screens count on finding what was stored"))
+        return
+      }
+    }
 
     let noneMissing = missingAtOnce.isEmpty
     #expect(
