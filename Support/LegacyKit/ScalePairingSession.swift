@@ -111,6 +111,10 @@ public final class ScalePairingSession: @unchecked Sendable {
   /// each has got; guarded by `raceCondition`, not by `lock`, since they wait on it.
   private let raceCondition = NSCondition()
   private var racers: [ObjectIdentifier: RaceStep] = [:]
+  /// How many of those waits ran out, and whether one did in the reports under way (then
+  /// the others do not wait: one stall says enough); guarded by `raceCondition`.
+  private var stalls = 0
+  private var stalledNow = false
 
   private enum RaceStep {
     case reporting, atTheDelegate, done
@@ -298,6 +302,7 @@ public final class ScalePairingSession: @unchecked Sendable {
       ])
     raceCondition.lock()
     racers = [:]
+    stalledNow = false
     raceCondition.unlock()
   }
 
@@ -320,13 +325,29 @@ public final class ScalePairingSession: @unchecked Sendable {
     let me = ObjectIdentifier(Thread.current)
     raceCondition.lock()
     defer { raceCondition.unlock() }
-    guard racers[me] != nil else { return }
+    guard racers[me] != nil, !stalledNow else { return }
     racers[me] = .atTheDelegate
     raceCondition.broadcast()
     let deadline = Date(timeIntervalSinceNow: 0.5)
     while racers.contains(where: { $0.key != me && $0.value == .reporting }) {
-      if !raceCondition.wait(until: deadline) { return }
+      if !raceCondition.wait(until: deadline) {
+        stalls += 1
+        stalledNow = true
+        return
+      }
     }
+  }
+
+  /// How many times a thread reporting at once with another
+  /// (``Outcome/pairsAsTheAppCancels(_:)``) waited in the ``delegate`` accessors for the
+  /// other report and gave up after half a second: the other report never got there, nor
+  /// returned (the pair's later waits are then skipped). Once can be a thread the machine
+  /// did not run for that long; again and again, the other report is waiting for something
+  /// this one holds (a lock of the delegate's).
+  public var stalledReportWaits: Int {
+    raceCondition.lock()
+    defer { raceCondition.unlock() }
+    return stalls
   }
 
   /// Marks pairing `number` as ended, and returns the delegate to tell about it.

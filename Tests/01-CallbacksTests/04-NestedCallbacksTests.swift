@@ -19,7 +19,7 @@ import WorkbookTesting
 /// | another item after a failure | its image and metadata: `reuse` | — | — |
 /// | an image that failed before, now there (another downloader) | the item: `aFailureIsNotRemembered` | both parts asked for: `aFailureIsNotRemembered` | — |
 /// | an empty image (zero bytes) with its metadata | the item, its image empty: `emptyImageIsAnImage` | the metadata asked for: `emptyImageIsAnImage` | — |
-/// | image and metadata 2.5 s late each | the item: `slowDownloaderHoldsNoThread` | — | holds no thread of the pool while it waits, in any task: `slowDownloaderHoldsNoThread` |
+/// | image and metadata 2.5 s late each | the item, however late (no time limit of its own): `slowDownloaderHoldsNoThread` | — | holds no thread of the pool while it waits, in any task: `slowDownloaderHoldsNoThread` |
 /// | never answered | — the downloader answers every request once; a continuation never resumed fails every test's deadline | | |
 /// | two calls at once | — each call has continuations of its own and shares nothing but the downloader | | |
 /// | cancelled while the image is on its way | the item or `CancellationError`, once, and nothing more when the image comes: `cancelledWhileWaiting` | — | — |
@@ -81,10 +81,16 @@ struct NestedCallbacksTests {
         .imageRequested(Self.sunset), .imageDelivered(Self.sunset),
         .metadataRequested(Self.sunset), .metadataDelivered(Self.sunset),
       ],
-      """
-      the metadata was requested before the image arrived (in parallel): await the image \
-      first, then ask for the metadata
-      """)
+      downloader.events.isEmpty
+        ? """
+        this downloader was never asked for anything, and the call still returned an item: \
+        it came from an earlier call (or another downloader); each call asks its downloader \
+        for the image, then the metadata: nothing is kept from one call to the next
+        """
+        : """
+        the metadata was requested before the image arrived (in parallel): await the image \
+        first, then ask for the metadata
+        """)
   }
 
   @Test(
@@ -227,10 +233,22 @@ struct NestedCallbacksTests {
     let downloader = ImageDownloader(
       catalogue: Self.catalogue, imageScript: slowAnswer, metadataScript: slowAnswer)
 
-    let item = try await expectHoldsNoThread(Self.name) {
-      try await loadGalleryItem(Self.sunset, from: downloader)
+    // How the call ended is judged here, not by the pool check: an error thrown after a
+    // slow answer says nothing about a held thread.
+    let outcome = try await expectHoldsNoThread(Self.name) {
+      await Result { try await loadGalleryItem(Self.sunset, from: downloader) }
     }
 
+    guard case .success(let item) = outcome else {
+      Issue.record(
+        Comment(
+          rawValue: "this downloader answers each request 2.5 s late, with the image and "
+            + "then its metadata, and loadGalleryItem(_:from:) \(outcome.described) (the "
+            + "downloader's events by then: \(downloader.events.map(\.description))): a late "
+            + "answer is still the answer, so each step waits for the downloader however long "
+            + "it takes (no time limit of its own), and only a failed download is unavailable"))
+      return
+    }
     #expect(item == GalleryItem(image: Self.sunsetBytes, metadata: Self.sunsetMetadata))
   }
 

@@ -90,6 +90,16 @@ private final class HeldReports: Sendable {
   }
 }
 
+/// Why the scanner was started once too often, when a caller read its `isScanning`.
+private let startedFromIsScanning =
+  "Your code read the scanner's isScanning, and a caller started the scanner because it read "
+  + "false although other callers were already waiting for a scan: the extra start is "
+  + "answered busy, or starts a scan nobody waits for, which takes the next code. isScanning "
+  + "tells whether the camera is busy, not whether your callers' scan has been answered: it "
+  + "reads false before the first caller's start has gone through, and again once a scan is "
+  + "over but before its report has reached your delegate. Only the caller who finds nobody "
+  + "waiting starts a scan"
+
 /// Spins on this thread, yielding it, until `condition` holds or `limit` has passed: for a
 /// test's own thread (never one of the pool) that must go on within microseconds.
 private func spin(upTo limit: Duration, until condition: () -> Bool) {
@@ -114,6 +124,7 @@ private func spin(upTo limit: Duration, until condition: () -> Bool) {
 /// | a caller joining while the report answers the others | a scan of its own: `callerArrivingDuringTheReport` (it asks while the report is inside its first resume) | a second start: `callerArrivingDuringTheReport` | — |
 /// | a caller joining at the instant the report comes | answered, by that scan or a new one: `callerAtTheInstantOfTheReport` (report and caller released together, round after round) | — | — |
 /// | a waiting caller cancelled while its scan runs, alone or with others | the others, and a caller who asks next, get the scan's code: `cancelledCallerLeavesTheScanRunning` (the cancelled caller: the code or CancellationError) | no second start: `cancelledCallerLeavesTheScanRunning` | — |
+/// | scans that read the same code as the scan before (the same product scanned again) | each answers its own callers: `sameCodeAgainIsANewScan` | one start each: `sameCodeAgainIsANewScan` | — |
 /// | cancelled task (before, after) | — scan() promises nothing for a cancelled task: the scanner always reports | | |
 @Suite("2.5 Concurrent callers")
 struct ConcurrentCallersTests {
@@ -230,6 +241,12 @@ struct ConcurrentCallersTests {
         let scanner = BarcodeScanner(scans: [.code(ean), .code(isbn)], script: reports.script)
         return (reports, scanner, SharedBarcodeScanner(scanner: scanner), StartLine(parties: 2))
       }
+      // Whether a caller asked the scanner if it was busy: a scan started by a caller who
+      // read `isScanning` has a cause of its own.
+      let isScanningReads = Locked(0)
+      for (_, scanner, _, _) in rounds {
+        scanner.onIsScanningRead = { isScanningReads.withLock { $0 += 1 } }
+      }
       let jobs = (left.jobsRun, right.jobsRun)
       let callers = [left, right].flatMap { executor in
         rounds.map { _, _, shared, line in
@@ -261,6 +278,14 @@ struct ConcurrentCallersTests {
       for (index, (_, scanner, _, _)) in rounds.enumerated() {
         let pair = codes([results[index], results[rounds.count + index]])
         guard scanner.startCount == 1, pair == [ean, ean] else {
+          if isScanningReads.value > 0, scanner.startCount > 1 {
+            Issue.record(
+              Comment(
+                rawValue: "two callers who asked at the same instant got "
+                  + "\(pair.map { $0 ?? "an error" }) and the scanner was started "
+                  + "\(scanner.startCount) times. " + startedFromIsScanning))
+            return false
+          }
           Issue.record(
             """
             two callers who asked at the same instant got \(pair.map { $0 ?? "an error" }) \
@@ -300,6 +325,14 @@ struct ConcurrentCallersTests {
       .seconds(3), "scan() of a caller who asked while the report answered the first",
       likelyCause: {
         guard probe.probesFired == 1 else { return scanHint }
+        if scanner.startCount >= 2, scanner.reportCount >= 2, scanner.delegate !== shared {
+          return "the caller who asked while the report answered the first got a scan of its "
+            + "own, and that scan was reported, but the scanner no longer had your object as "
+            + "its delegate by then: the delegate was taken away (set to nil, or replaced) "
+            + "after that new scan had begun, by the report of the scan before, so the new "
+            + "scan's code reached nobody. Whatever the report of one scan does after "
+            + "answering its callers also happens to the next scan, already running"
+        }
         return "the report answered the callers it had found, and only in a later step made "
           + "way for a new scan (emptied the list of waiting callers in a later step, or "
           + "cleared a flag saying a scan runs); a caller who asked in between found a scan "
@@ -330,12 +363,19 @@ struct ConcurrentCallersTests {
     // caller left waiting is judged when the rounds stop, not by a deadline: the other race
     // tests of this exercise name the same split steps as failures.
     try await raceRounds { left, right in
-      let finished = Locked<[[String]]>([])
+      // Each round's codes, and how many times its scanner was started.
+      let finished = Locked<[(codes: [String], starts: Int)]>([])
+      // The round under way, and whether a caller asked a scanner if it was busy: what a
+      // failure says depends on them.
+      let current = Locked<(BarcodeScanner, SharedBarcodeScanner)?>(nil)
+      let isScanningReads = Locked(0)
       let batch = Task {
         for _ in 0..<50 {
           let reports = HeldReports()
           let scanner = BarcodeScanner(scans: [.code(ean), .code(isbn)], script: reports.script)
+          scanner.onIsScanningRead = { isScanningReads.withLock { $0 += 1 } }
           let shared = SharedBarcodeScanner(scanner: scanner)
+          current.withLock { $0 = (scanner, shared) }
           let line = StartLine(parties: 2)
           // The second caller starts once the report of the first caller's scan is held (an
           // actor or a task of its own may take a moment to start the scan).
@@ -359,25 +399,47 @@ struct ConcurrentCallersTests {
           }
           var pair = [(try? await first.value) ?? "an error"]
           for caller in later { pair.append((try? await caller.value) ?? "an error") }
-          finished.withLock { $0.append(pair) }
+          finished.withLock { $0.append((pair, scanner.startCount)) }
         }
       }
       guard await eventually(within: .seconds(5), { finished.value.count == 50 }) else {
         batch.cancel()
+        if let (scanner, shared) = current.value, scanner.delegate !== shared {
+          Issue.record(
+            """
+            a caller who asked around the instant the scan's report came was never answered, \
+            and the scanner no longer had your object as its delegate: it was taken away (set \
+            to nil, or replaced) while a scan was still to report, so that scan's code reached \
+            nobody
+            """)
+          return false
+        }
         Issue.record(
           """
-          a caller who asked at the instant the scan's report came was never answered: it \
-          joined the waiting callers as the report took them, and no scan was started for it. \
-          Something was decided in one step and acted on in another: the report looked at \
-          the waiting callers and emptied the list in two steps, or the caller looked whether \
-          it was first and joined the list in two. Each must be one step
+          a caller who asked at the instant the scan's report came was never answered. \
+          Either it joined the waiting callers as the report took them, and no scan was \
+          started for it: something was decided in one step and acted on in another, the \
+          report looked at the waiting callers and emptied the list in two steps, or the \
+          caller looked whether it was first and joined the list in two (each must be one \
+          step); or a scan was started for it and its report answered nobody, taken for a \
+          repeat of the scan before
           """)
         return false
       }
-      let wrong = finished.value.first { codes in
+      let wrongRound = finished.value.first { codes, _ in
         codes[0] != ean || codes.dropFirst().contains { $0 != ean && $0 != isbn }
       }
-      guard let wrong else { return true }
+      guard let (wrong, starts) = wrongRound else { return true }
+      // A scan whose code nobody got, or a start answered busy, was one start too many.
+      let codesGiven = Set(wrong.filter { $0 == ean || $0 == isbn }).count
+      if isScanningReads.value > 0, starts > codesGiven {
+        Issue.record(
+          Comment(
+            rawValue: "a caller who asked at the instant the report came must get that "
+              + "scan's code or a new scan's; the callers got \(wrong). "
+              + startedFromIsScanning))
+        return false
+      }
       Issue.record(
         """
         a caller who asked at the instant the report came must get that scan's code or a \
@@ -584,5 +646,33 @@ struct ConcurrentCallersTests {
         return
       }
     }
+  }
+
+  @Test("Scans that read the same code as the scan before each answer their own callers")
+  func sameCodeAgainIsANewScan() async throws {
+    // Every scan reads the same code, as when the same product is scanned twice: each
+    // scan is new, and only a report of a scan whose callers were answered is a repeat.
+    let scanner = BarcodeScanner(scans: [.code(ean)])
+    let shared = SharedBarcodeScanner(scanner: scanner)
+
+    for number in 1...3 {
+      let code = try await withDeadline(
+        .seconds(2), "scan() number \(number), its scan reading \(ean) as the one before",
+        likelyCause: {
+          guard number > 1, scanner.startCount == number, scanner.reportCount >= number else {
+            return number == 1 ? scanHint : againHint
+          }
+          return "this caller's scan was started and reported its code, \(ean), the code the "
+            + "scan before had read, and the caller was never answered: the report was taken "
+            + "for a repeat of the scan before. The same code twice is two scans (the same "
+            + "product scanned again); a repeated report is one that comes when the scan's "
+            + "callers have been answered already"
+        }
+      ) {
+        try await shared.scan()
+      }
+      #expect(code == ean, "scan() must return the code the scanner read")
+    }
+    #expect(scanner.startCount == 3, "each of three callers, one after another, starts a scan")
   }
 }
