@@ -51,6 +51,8 @@ public final class CoChannel<Element> {
   /// Closed and drained, or cancelled: the completion callbacks have run.
   private var finished = false
   private var completions: [() -> Void] = []
+  /// The most `whenReceive` callbacks of this channel ever running on one thread at once.
+  private var deepestNesting = 0
 
   /// A channel of the given buffer kind.
   public init(bufferType: BufferType) {
@@ -92,6 +94,16 @@ public final class CoChannel<Element> {
     lock.lock()
     defer { lock.unlock() }
     return cancelled
+  }
+
+  /// For tests: the most `whenReceive(_:)` callbacks of this channel that ever ran on one
+  /// thread at once, each called inside another (1 when none ran inside another; 0 before
+  /// any ran). A callback that asks for the next element from inside itself, while elements
+  /// are ready, nests one call per element: a long backlog overflows the thread's stack.
+  public var deepestCallbackNesting: Int {
+    lock.lock()
+    defer { lock.unlock() }
+    return deepestNesting
   }
 
   // MARK: Sending
@@ -157,7 +169,14 @@ public final class CoChannel<Element> {
   /// on this thread, if it is ready; otherwise on the thread of the sender, `close()` or
   /// `cancel()` that provides it. Works anywhere; each call takes one element.
   public func whenReceive(_ callback: @escaping (Result<Element, CoChannelError>) -> Void) {
-    receive(callback)
+    receive { [self] result in
+      let depth = CallbackNesting.enter()
+      lock.lock()
+      deepestNesting = Swift.max(deepestNesting, depth)
+      lock.unlock()
+      callback(result)
+      CallbackNesting.leave()
+    }
   }
 
   // MARK: Ending
@@ -311,6 +330,23 @@ extension CoChannel: Sequence {
   /// Iteration for `for element in channel` inside a coroutine.
   public func makeIterator() -> Iterator {
     Iterator(channel: self)
+  }
+}
+
+/// How many `whenReceive` callbacks run on the current thread, one inside another.
+private enum CallbackNesting {
+  private static let key = "CoroutineKit.CoChannel.callbackNesting"
+
+  /// Counts one more on this thread, and returns the new count.
+  static func enter() -> Int {
+    let depth = (Thread.current.threadDictionary[key] as? Int ?? 0) + 1
+    Thread.current.threadDictionary[key] = depth
+    return depth
+  }
+
+  static func leave() {
+    let depth = (Thread.current.threadDictionary[key] as? Int ?? 1) - 1
+    Thread.current.threadDictionary[key] = depth
   }
 }
 

@@ -55,6 +55,36 @@ private func collect(_ channel: CoChannel<Int>, hint: String = finishHint) async
   }
 }
 
+/// A coroutine scheduler that runs a coroutine's first turn on a global queue, and every
+/// later turn at once, on the thread that resumes it: a producer resumed by the receiver
+/// that took its element runs on, to its next suspension or its end, before that receiver
+/// has its element in hand. A real queue may do the same whenever the receiver's thread
+/// is preempted.
+private final class ResumesInline: CoroutineScheduler, Sendable {
+  private let turns = Locked(0)
+
+  /// True once the coroutine's first turn has ended: it is suspended, or done.
+  var firstTurnEnded: Bool { turns.value > 0 }
+
+  func scheduleTask(_ task: @escaping () -> Void) {
+    guard turns.value > 0 else {
+      let turn = UncheckedTurn(run: task)
+      DispatchQueue.global().async {
+        turn.run()
+        self.turns.withLock { $0 += 1 }
+      }
+      return
+    }
+    task()
+    turns.withLock { $0 += 1 }
+  }
+}
+
+/// A coroutine's turn, sent to a queue as the legacy code sends it.
+private struct UncheckedTurn: @unchecked Sendable {
+  let run: () -> Void
+}
+
 /// What went wrong when the loop got `received` instead of `expected`: elements skipped but
 /// the rest in order means the stream threw some away.
 private func lossComment(_ received: [Int], of expected: [Int]) -> Comment {
@@ -106,11 +136,13 @@ private func lossComment(_ received: [Int], of expected: [Int]) -> Comment {
 /// | --- | --- | --- | --- | --- |
 /// | the producer sends, then closes | every one, in order, whatever the buffer: `yieldsEverythingThenEnds`; in order even when tasks started on callback threads run backwards (`withPlainThreadJobsReordered`): `inOrderWhateverTheTaskOrder`; some missing but the rest in order is named as a stream that throws elements away (`lossComment`, in the tests that compare whole sequences) | ends: `yieldsEverythingThenEnds` | the producer ends: `yieldsEverythingThenEnds`; the channel left closed, not cancelled: `aChannelThatEndsByItselfIsLeftAsItIs` | — |
 /// | elements buffered before `close()` | all of them: `closeEndsAfterTheBuffer` | then ends: `closeEndsAfterTheBuffer` | — | — |
+/// | a backlog ready before the loop (unlimited channel, closed) | all of them, even when the loop starts reading only once the bridge has taken 1,000 out of the channel (a stream that keeps only some is named): `aLoopThatFallsBehindGetsEverything` | then ends: `aLoopThatFallsBehindGetsEverything` | — | received element after element, not each `whenReceive` callback inside the one before (at most 8 deep for 300 elements; `CoChannel.deepestCallbackNesting`): `aBacklogIsNotNested` |
 /// | already closed and empty | none: `emptyClosedChannel` | ends at once: `emptyClosedChannel` | — | — |
-/// | the channel is cancelled, before or during the loop | the ones before: `cancelThrows` | throws `CoChannelError.cancelled`: `cancelThrows`, `cancelledBeforeIteration` | — | — |
+/// | the channel is cancelled, before or during the loop | the ones before: `cancelThrows`, `cancelRightAfterAnElementThrows` | throws `CoChannelError.cancelled`: `cancelThrows`, `cancelledBeforeIteration`; also when the cancel comes right after an element was handed over, before the bridge has it in hand (producer on `ResumesInline`), where the channel's state looks like a close: `cancelRightAfterAnElementThrows` | — | — |
 /// | the loop breaks | — | — | the producer blocked in `awaitSend` is released: `breakReleasesTheProducer` | — |
 /// | the loop body throws | — | its error | the producer is released: `throwReleasesTheProducer` | — |
-/// | the consuming task is cancelled | — | the loop ends promptly: `taskCancellationReleasesTheProducer` | the producer is released: `taskCancellationReleasesTheProducer`; cancelled before the loop starts, the channel is cancelled all the same: `taskCancelledBeforeTheLoop` | — |
+/// | the consuming task is cancelled | — | the loop ends promptly: `taskCancellationReleasesTheProducer` | the producer is released: `taskCancellationReleasesTheProducer`; cancelled before the loop starts, the channel is cancelled all the same: `taskCancelledBeforeTheLoop` | cancelled while the loop waits, the channel is cancelled before `cancel()` returns (tasks started from that thread held a second): `taskCancellationCancelsTheChannelAtOnce` |
+/// | the loop stops early after the producer closed the channel, elements still buffered | — | — | — the channel may stay closed, not cancelled: nobody is blocked (the producer is done, the pump drains and ends), and a correct bridge whose pump reached the end first leaves it so too | — |
 /// | nothing sent for a while | — | — | — | nothing wakes up to look meanwhile: `idleWhileWaiting` |
 /// | two sequences on one channel | — each element goes to one receiver, as with two legacy receivers: nothing to add | | | |
 @Suite("6.1 Bridge a channel")
@@ -369,5 +401,133 @@ struct BridgeAChannelTests {
     let produced = try await outcome(
       of: producer, "the producer, after the consumer was cancelled", hint: releaseHint)
     #expect(throws: CoChannelError.self) { try produced.get() }
+  }
+
+  @Test("A loop that falls far behind still gets every element")
+  func aLoopThatFallsBehindGetsEverything() async throws {
+    let expected = Array(1...1_000)
+    let channel = CoChannel<Int>(bufferType: .unlimited)
+    for element in expected { channel.offer(element) }
+    channel.close()
+
+    let elements = channel.elements()
+    // The loop starts reading once the bridge has taken everything out of the channel (or
+    // after half a second, for a bridge that takes an element only when asked for one).
+    _ = await eventually(within: .milliseconds(500)) { channel.isEmpty }
+    let received = try await withDeadline(
+      .seconds(2), "for try await over channel.elements()", hint: finishHint
+    ) {
+      var received: [Int] = []
+      for try await element in elements { received.append(element) }
+      return received
+    }
+
+    #expect(
+      received == expected,
+      received.count < expected.count
+        ? Comment(
+          rawValue: "the loop started reading only after the bridge had taken all "
+            + "\(expected.count) elements out of the channel, and got \(received.count) of "
+            + "them: the stream dropped the ones it had no room for. A buffering policy "
+            + "that keeps only some (bufferingOldest(n), bufferingNewest(n)) loses every "
+            + "element past n whenever the loop falls that far behind, which a consumer "
+            + "that is busy for a moment does; keep every one, as the default, .unbounded, "
+            + "does")
+        : lossComment(received, of: expected))
+  }
+
+  @Test("A cancel that comes right after an element still ends the iteration with .cancelled")
+  func cancelRightAfterAnElementThrows() async throws {
+    let channel = CoChannel<Int>(capacity: 1)
+    channel.offer(1)
+    // The producer waits for room for 2. When the bridge takes 1, 2 moves into the buffer,
+    // and the producer, resumed before the bridge has 1 in hand, cancels the channel: the
+    // buffer (2) is dropped, and the bridge's next receive fails.
+    let producer = ResumesInline()
+    producer.startCoroutine {
+      try channel.awaitSend(2)
+      channel.cancel()
+    }
+    let waiting = await eventually { producer.firstTurnEnded }
+    try #require(waiting, "the producer never got to wait for room in the channel")
+
+    let received = Locked<[Int]>([])
+    await #expect(
+      throws: CoChannelError.cancelled,
+      """
+      the channel was cancelled right after it handed element 1 over, and the iteration \
+      ended quietly, as if the producer had closed it: a cancelled channel is closed too \
+      (isClosed is true, and its buffer is empty), so a look at the channel's state after \
+      an element takes a cancel for a close, and the consumer believes it saw everything. \
+      Only the error of the next receive says how the channel ended
+      """
+    ) {
+      try await withDeadline(
+        .seconds(2), "for try await over channel.elements()",
+        hint: "when awaitReceive() throws CoChannelError.cancelled, finish the stream with "
+          + "that error"
+      ) {
+        for try await element in channel.elements() { received.withLock { $0.append(element) } }
+      }
+    }
+    #expect(received.value == [1], "element 1 was handed over before the cancel")
+  }
+
+  @Test("Cancelling the consuming task cancels the channel at once, not some time later")
+  func taskCancellationCancelsTheChannelAtOnce() async throws {
+    let channel = CoChannel<Int>(bufferType: .rendezvous)
+    let settling = SettlingExecutor()
+    let consuming = Started(on: settling) {
+      for try await _ in channel.elements() {}
+    }
+    // Nothing is ever sent: once its executor is idle, the loop waits for an element.
+    let waiting = await eventually { settling.isIdle }
+    try #require(waiting && !consuming.isFinished, "the iteration ended before it was cancelled")
+
+    // Tasks that the cancel starts are held a second: only what the cancel does itself
+    // counts.
+    let cancelledAtOnce = await withPlainThreadJobsReordered(window: .seconds(1)) {
+      await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
+        DispatchQueue.global().async {
+          consuming.cancel()
+          done.resume(returning: channel.isCanceled)
+        }
+      }
+    }
+    _ = try await consuming.result(
+      "the cancelled consumer", hint: "a cancelled task must not stay suspended in the iteration")
+
+    #expect(
+      cancelledAtOnce,
+      """
+      the consuming task was cancelled while it waited for an element, and the channel was \
+      still open when cancel() returned: the channel's cancel was left to a task of its own \
+      (Task { … }), which runs whenever the pool gets to it, on a busy machine long after. \
+      Until then the producer keeps sending into a stream nobody reads, and the code after \
+      the loop sees a channel that nobody gave up; the stream's end is the moment to cancel
+      """)
+  }
+
+  @Test("A backlog is taken element after element, not one receive inside another")
+  func aBacklogIsNotNested() async throws {
+    let expected = Array(1...300)
+    let channel = CoChannel<Int>(bufferType: .unlimited)
+    for element in expected { channel.offer(element) }
+    channel.close()
+
+    let received = try await collect(channel)
+
+    #expect(received == expected, lossComment(received, of: expected))
+    let depth = channel.deepestCallbackNesting
+    #expect(
+      depth <= 8,
+      """
+      with \(expected.count) elements ready in the channel, its whenReceive callbacks ran \
+      \(depth) deep, each inside the one before: whenReceive calls back at once, on the same \
+      thread, when an element is ready, so a callback that asks for the next element from \
+      inside itself nests one call per element. A backlog of some thousands overflows the \
+      thread's stack and crashes the app; ask for the next element from a fresh start \
+      (a new turn of a queue), or receive in a coroutine
+      """)
   }
 }
