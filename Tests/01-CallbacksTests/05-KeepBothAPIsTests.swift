@@ -20,6 +20,7 @@ import WorkbookTesting
 /// | never answered | — a `WeatherStation` answers every request once; a continuation never resumed fails every test's deadline | | | |
 /// | cancelled while it waits | the reading or `CancellationError`, once, and nothing more when the answer comes: `cancelledWhileWaiting` | one: `cancelledWhileWaiting` | — | — |
 /// | cancelled before, after | — as "while it waits": the station cannot cancel, so nothing differs | | | |
+/// | any city, as given (spaces around it, empty, a newline) | the station's answer for exactly that name, as the callback API gives it: `cityAsGiven` | one: `cityAsGiven` | — | — |
 @Suite("1.5 Keep both APIs")
 struct KeepBothAPIsTests {
   static let resumeHint =
@@ -336,6 +337,34 @@ struct KeepBothAPIsTests {
     #expect(
       first == again && station.requestCount == 3 && !stillOnline,
       "three calls for Lima, the last once the station had gone offline, asked the station \(station.requestCount) time\(station.requestCount == 1 ? "" : "s")\(stillOnline ? ", and the last still returned a reading" : ""): a reading is the station's answer now, so every call asks it; a reading kept from an earlier call is stale, and hides a station that went offline"
+    )
+  }
+
+  @Test(
+    "The async API passes any city to the station as given, as the callback API does",
+    arguments: [" Oslo ", "", "Oslo\n"])
+  func cityAsGiven(city: String) async throws {
+    // This station knows the names exactly as written, and a different reading for the
+    // trimmed "Oslo": an answer for another name is told apart from the right one.
+    let station = WeatherStation(
+      readings: ["Oslo": -3.5, " Oslo ": 4.0, "": 7.5, "Oslo\n": 11.0], script: .default)
+
+    let received = try await withDeadline(
+      .seconds(2), "currentReading(for:)", hint: Self.resumeHint
+    ) {
+      await Result { try await station.currentReading(for: city) }
+    }
+
+    let answer =
+      switch received {
+      case .success(let reading):
+        "returned \(reading.city.debugDescription) at \(reading.celsius) °C"
+      case .failure(let error): "threw \(error)"
+      }
+    let right = if case .success(let reading) = received { reading.city == city } else { false }
+    #expect(
+      right && station.requestCount == 1,
+      "currentReading(for: \(city.debugDescription)) \(answer) after asking the station \(station.requestCount) time\(station.requestCount == 1 ? "" : "s"), where the callback API gives the station's own answer for \(city.debugDescription): the async API is the same request in another shape, so the city goes to the station as it was given, whatever it is; deciding for the station what a name should be makes the two APIs answer differently"
     )
   }
 }

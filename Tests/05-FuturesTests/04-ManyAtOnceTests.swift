@@ -22,6 +22,8 @@ private enum Answer: Sendable {
   /// The rate, once the request for `hotel` has finished; at once if that request has not
   /// started within 200 ms (so requests made one after another still end).
   case rateAfter(Int, hotel: String)
+  /// The error to the hotel's first request; the rate to any request after it.
+  case failsTheFirstTime(RateError, then: Int)
 }
 
 /// A rate service that answers for each hotel as told and records each request.
@@ -42,9 +44,11 @@ private final class FakeRates: RateService {
 
   func nightlyRate(at hotel: Hotel) async throws -> Int {
     let name = hotel.name
-    log.withLock {
+    let askedBefore = log.withLock {
+      let asked = $0.started.contains(name)
       $0.started.append(name)
       $0.running.insert(name)
+      return asked
     }
     defer {
       log.withLock {
@@ -66,6 +70,9 @@ private final class FakeRates: RateService {
       case .rateUnlessCancelled(let rate):
         try await Task.sleep(for: .seconds(1))
         return rate
+      case .failsTheFirstTime(let error, let rate):
+        if askedBefore { return rate }
+        throw error
       case .rateAfter(let rate, let other):
         let clock = ContinuousClock()
         let start = clock.now
@@ -107,6 +114,8 @@ private let failureHint =
 /// | the caller is cancelled before the call | `CancellationError`: `cancelledBeforeTheCall` | none still running after the call: `cancelledBeforeTheCall` | — |
 /// | the caller is cancelled | `CancellationError`: `cancellingTheCallerCancelsEveryRequest` | every request sees it: `cancellingTheCallerCancelsEveryRequest` | — |
 /// | cancelled after it returned | — the requests have ended with the call | | |
+/// | a request fails where asking again would succeed | its error: `aFailureIsNotRetried` | one per hotel, the failed one not asked again: `aFailureIsNotRetried` | — |
+/// | a hotel listed twice, asked once | — its rate in both places is what the caller sees; one request per entry is not promised (the rate of a hotel is one price) | | |
 @Suite("5.4 Many at once")
 struct ManyAtOnceTests {
   @Test("Returns every rate in the order of the hotels, whatever order they arrive in")
@@ -320,6 +329,35 @@ struct ManyAtOnceTests {
       """
       when Chiado failed, the requests for Alfama and Baixa were still running and should \
       have been cancelled
+      """)
+  }
+
+  @Test("A failed request is not asked again: its failure ends the call")
+  func aFailureIsNotRetried() async throws {
+    let service = FakeRates(["Alfama": .rate(110), "Baixa": .failsTheFirstTime(.soldOut, then: 95)])
+
+    let outcome = try await withDeadline(
+      .seconds(2), "nightlyRates(at:using:)", hint: failureHint
+    ) {
+      await Result { try await nightlyRates(at: hotels("Alfama", "Baixa"), using: service) }
+    }
+
+    let askedForBaixa = service.log.value.started.filter { $0 == "Baixa" }.count
+    let ending =
+      switch outcome {
+      case .success(let rates): "returned \(rates)"
+      case .failure(let error): "threw \(error)"
+      }
+    let threwSoldOut =
+      if case .failure(let error) = outcome { error as? RateError == .soldOut } else { false }
+    #expect(
+      threwSoldOut && askedForBaixa == 1,
+      """
+      Baixa's request failed with soldOut, and nightlyRates(at:using:) asked for Baixa's rate \
+      \(askedForBaixa) time\(askedForBaixa == 1 ? "" : "s") and \(ending): the first failure \
+      ends the call with its error. A request asked again after it failed (a retry) hides the \
+      failure from the caller when the second answer is a rate, and sends the service requests \
+      the caller never made
       """)
   }
 }
