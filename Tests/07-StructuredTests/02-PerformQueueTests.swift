@@ -28,8 +28,11 @@ private func offQueueMessage(_ context: RecordContext) -> Comment {
 /// | a `perform` block busy for 2.5 s | — | — | no thread of the pool blocked while the actor waits its turn: `waitsWithoutBlocking` |
 /// | `assumeIsolated` in a `perform` block | — optional (the hints' `checkIsolated`): an actor that hops with `perform` in each method is right too | | |
 /// | failure, cancellation | — the methods neither throw nor wait on anything cancellable | | |
-/// | jobs run through a queue of the actor's own that targets the context's | — | — on the context's thread, in the same order: an actor drains its own jobs in one go whatever the queue, so a perform block submitted between two of its jobs waits either way; only a job enqueued in the instant the sub-queue finishes a drain could overtake one, which no test can aim at (not caught) | — |
-/// | jobs gathered and run by one drain block, or run at once when `enqueue` is called on the queue | — | — not caught: either changes the order only when one of the actor's jobs is enqueued while the context's queue is running, with a perform block submitted before it; no test here arranges that moment | — |
+/// | calls between `perform` blocks | each count and title list read from the context at that call, the blocks' notes included: `readsTheRecordsOnEveryCall` | — | — |
+/// | the same title added again | one more note every time, the count up by one: `addsTheSameTitleAgain` | — | — |
+/// | a job enqueued while a block and an earlier job wait on the queue | — | after every perform block submitted before it (a drain block gathering jobs or a queue of the executor's own targeting the context's lets it overtake): `laterJobsFollowEarlierBlocks` | — |
+/// | `enqueue` called on the context's queue | — | — not caught: a job run at once there overtakes the blocks before it, but calling the actor from a perform block would crash the answers that wait with `queue.sync` instead of grading them | — |
+/// | each job hopped through a global queue before `queue.async` | — | — not caught: the job reaches the queue after a delay nobody controls, so a perform block submitted after it overtakes it only on some runs, and holding the global queue would hold the pool | — |
 @Suite("7.2 A perform-style scheduler")
 struct PerformQueueTests {
   @Test("Adds and reads notes on the context's queue, and only there")
@@ -151,5 +154,115 @@ extension PerformQueueTests {
     #expect(
       titles == ["saved", "milk"],
       "the actor's job must run after the block queued before it, on the same queue")
+  }
+
+  @Test("Each call reads the context's records as they are now, notes from perform blocks too")
+  func readsTheRecordsOnEveryCall() async throws {
+    let context = RecordContext()
+    let store = NoteStore(context: context)
+
+    let (counts, seen) = try await withDeadline(
+      .seconds(2), "add(_:) and titles() between perform blocks", hint: hint
+    ) {
+      var counts: [Int] = []
+      var seen: [[String]] = []
+      counts.append(await store.add("a"))
+      seen.append(await store.titles())
+      // The app's old code keeps inserting through perform, between the actor's calls.
+      context.perform { context.insert("b") }
+      counts.append(await store.add("c"))
+      seen.append(await store.titles())
+      context.perform { context.insert("d") }
+      seen.append(await store.titles())
+      counts.append(await store.add("e"))
+      return (counts, seen)
+    }
+
+    #expect(
+      counts == [1, 3, 5],
+      Comment(
+        rawValue: "add(_:) returned \(counts) for three adds with a perform block's note "
+          + "before the second and the third (expected [1, 3, 5]): the count must come from "
+          + "the context's records at each add; a number counted once and then kept up by the "
+          + "actor misses every note the legacy perform blocks insert afterwards"))
+    #expect(
+      seen == [["a"], ["a", "b", "c"], ["a", "b", "c", "d"]],
+      Comment(
+        rawValue: "titles() returned \(seen) when called three times, with perform blocks "
+          + "inserting notes in between: each call must read the context's records as they "
+          + "are then; a copy kept from an earlier call misses the notes the legacy perform "
+          + "blocks inserted since"))
+  }
+
+  @Test("Adding a note whose title is already there adds it again")
+  func addsTheSameTitleAgain() async throws {
+    let context = RecordContext()
+    let store = NoteStore(context: context)
+
+    let (counts, titles) = try await withDeadline(
+      .seconds(2), "add(_:) of one title three times", hint: hint
+    ) {
+      var counts: [Int] = []
+      counts.append(await store.add("milk"))
+      counts.append(await store.add("milk"))
+      context.perform { context.insert("milk") }
+      counts.append(await store.add("milk"))
+      return (counts, await store.titles())
+    }
+
+    #expect(
+      counts == [1, 2, 4] && titles == Array(repeating: "milk", count: 4),
+      Comment(
+        rawValue: "adding \"milk\" three times, with a perform block inserting one more, "
+          + "returned \(counts) and left \(titles): add(_:) adds a note on every call, as the "
+          + "legacy insert does; two notes may share a title, and skipping one silently loses "
+          + "what the user wrote"))
+  }
+
+  @Test("A job the actor gets after a perform block was submitted runs after that block")
+  func laterJobsFollowEarlierBlocks() async throws {
+    let context = RecordContext()
+    let store = NoteStore(context: context)
+
+    let records = try await withDeadline(
+      .seconds(6), "add(_:) around a perform block", hint: hint
+    ) {
+      // A first block holds the context's queue until a caller thread has submitted, in
+      // turn, an add, a legacy block and a second add, so none of them has run yet.
+      // Task.immediate calls add(_:) before it returns: each job is enqueued at that point.
+      // (An enqueue that waits for the queue holds the caller, and the first block lets go
+      // after 2 s.)
+      let submitted = DispatchSemaphore(value: 0)
+      context.perform { _ = submitted.wait(timeout: .now() + 2) }
+      let tasks = await withCheckedContinuation {
+        (started: CheckedContinuation<[Task<Int, Never>], Never>) in
+        DispatchQueue(label: "a caller").async {
+          let first = Task.immediate { await store.add("first add") }
+          context.perform { context.insert("legacy block") }
+          let second = Task.immediate { await store.add("second add") }
+          submitted.signal()
+          started.resume(returning: [first, second])
+        }
+      }
+      for task in tasks { _ = await task.value }
+      return await withCheckedContinuation { done in
+        context.perform { done.resume(returning: context.records) }
+      }
+    }
+
+    let block = records.firstIndex(of: "legacy block")
+    let second = records.firstIndex(of: "second add")
+    #expect(block != nil && second != nil && records.count == 3, "records: \(records)")
+    if let block, let second {
+      #expect(
+        block < second,
+        Comment(
+          rawValue: "the second add(_:) was called after a perform block had been submitted, "
+            + "yet its note was inserted before the block's (records: \(records)): the "
+            + "queue's order must be the actor's order, so each job has to reach the "
+            + "context's queue by itself, when enqueue(_:) gets it; a job that joins a block "
+            + "or a queue of the executor's own already waiting on the queue overtakes the "
+            + "perform blocks submitted before it"))
+    }
   }
 }
