@@ -52,6 +52,9 @@ public final class PhotoOutput: @unchecked Sendable {
     case corruptData
     /// A file and an error together: the camera saved something, then reported a fault.
     case photoAndError(Image, CameraError)
+    /// A file that is not an image and an error together: the camera wrote part of the
+    /// file, then reported a fault.
+    case corruptDataAndError(CameraError)
 
     public var description: String {
       switch self {
@@ -60,9 +63,13 @@ public final class PhotoOutput: @unchecked Sendable {
       case .noData: return "no data"
       case .corruptData: return "corrupt data"
       case .photoAndError(let image, let error): return "photo \(image) with error \(error)"
+      case .corruptDataAndError(let error): return "corrupt data with error \(error)"
       }
     }
   }
+
+  /// The file of a capture cut short: it starts like an image and is not one.
+  private static let corruptFile = Data("LKIMG1\ntrunc".utf8)
 
   private let lock = NSLock()
   private let script: CallbackScript
@@ -116,7 +123,9 @@ public final class PhotoOutput: @unchecked Sendable {
     case .photo(let image): (photo, error) = (CapturedPhoto(fileData: image.fileData), nil)
     case .failure(let failure): (photo, error) = (CapturedPhoto(fileData: nil), failure)
     case .noData: (photo, error) = (CapturedPhoto(fileData: nil), nil)
-    case .corruptData: (photo, error) = (CapturedPhoto(fileData: Data("LKIMG1\ntrunc".utf8)), nil)
+    case .corruptData: (photo, error) = (CapturedPhoto(fileData: Self.corruptFile), nil)
+    case .corruptDataAndError(let failure):
+      (photo, error) = (CapturedPhoto(fileData: Self.corruptFile), failure)
     case .photoAndError(let image, let failure):
       (photo, error) = (CapturedPhoto(fileData: image.fileData), failure)
     }

@@ -14,6 +14,14 @@ private let twiceScripts: [CallbackScript] = [
 
 private let sunset = Image(name: "sunset", width: 4032, height: 3024)
 private let harbour = Image(name: "harbour", width: 3024, height: 4032)
+/// Captures that end with a file and the camera's error together.
+private let filesWithAnError: [PhotoOutput.Outcome] = [
+  .photoAndError(sunset, .sensorFault), .corruptDataAndError(.sensorFault),
+]
+/// One capture's outcome of each kind, for a camera that reports the same again.
+private let everyKindOfOutcome: [PhotoOutput.Outcome] = [
+  .photo(sunset), .noData, .corruptData, .failure(.deviceBusy),
+]
 
 private let photoHint =
   "photoOutput(_:didFinishProcessingPhoto:error:) must resume the stored continuation with "
@@ -56,15 +64,16 @@ private let againHint =
 /// | --- | --- | --- | --- |
 /// | a photo (inside the call, soon, later) | the image: `returnsThePhoto`, `storesBeforeCapturing` | stored before capturing: `storesBeforeCapturing` | answered while the camera reports: `answeredDuringTheReport` |
 /// | the camera holds the delegate weakly (a photo soon, or later) | the image: `returnsThePhoto`, `storesBeforeCapturing`; a delegate freed before the report is named as the cause (`PhotoOutput.reportsWithNoDelegate`) | the delegate alive until the camera reports: same tests | — |
-/// | the camera's error | that error: `throwsTheCameraError`; even with a file: `errorWinsOverAFile` | — | — |
+/// | the camera's error | that error: `throwsTheCameraError`; even with a file, an image or not: `errorWinsOverAFile` | — | — |
 /// | no file, no error | `noData`: `throwsNoData` | — | — |
 /// | a file that is not an image | `undecodableData`: `throwsUndecodableData` | — | — |
-/// | every outcome, one capture after another | each its own: `capturesAgain` | one capture per call: `capturesAgain` | — |
-/// | two captures overlap | each its photo, in order: `overlappingCapturesBothReturn` | both kept: `overlappingCapturesBothReturn` | — |
+/// | every outcome, one capture after another | each its own: `capturesAgain`; the same outcome again, answered again: `sameOutcomeAgain` | one capture per call: `capturesAgain`, `sameOutcomeAgain` | — |
+/// | two captures overlap | each its photo, in order: `overlappingCapturesBothReturn`; a failed first capture fails only the first caller: `failureAnswersOneCaller` | both kept: `overlappingCapturesBothReturn` | — |
 /// | the second report while the first resumes its caller | the two callers answered once each: `twoReportsAtOnce` | the caller taken out before it is resumed: `twoReportsAtOnce` | — |
 /// | the same capture reported twice | one resume: `answersOnceWhenReportedTwice`; the repeat kept for no later caller: `repeatedReportIsNotKept` | the next call captures again: `repeatedReportIsNotKept` | — |
 /// | two reports for the last caller at the same instant | — | — a look at the list and a removal in two locked steps lets both through, and the second removal traps on an empty list; the gap lies between two lock steps of the answer's own, which call nothing the test can pause (not caught) | — |
 /// | cancelled task (before, during, after) | — capturePhoto(with:) promises nothing for a cancelled task: the camera always reports | | |
+/// | one of two waiting callers cancelled | the other one still gets a photo: `cancelLeavesTheOthers` | — | — |
 @Suite("2.3 Photo capture")
 struct PhotoCaptureTests {
   // First in the file on purpose: when several tests fail, the runner shows the first one,
@@ -219,14 +228,16 @@ struct PhotoCaptureTests {
     }
   }
 
-  @Test("Throws the camera's error even when a file came with it", arguments: scripts)
-  func errorWinsOverAFile(script: CallbackScript) async throws {
-    let output = PhotoOutput(outcomes: [.photoAndError(sunset, .sensorFault)], script: script)
+  @Test(
+    "Throws the camera's error even when a file came with it, an image or not",
+    arguments: filesWithAnError, scripts)
+  func errorWinsOverAFile(outcome: PhotoOutput.Outcome, script: CallbackScript) async throws {
+    let output = PhotoOutput(outcomes: [outcome], script: script)
     let processor = PhotoCaptureProcessor()
 
     await #expect(
       throws: CameraError.sensorFault,
-      "a file that comes with an error is not to be trusted: check the error first"
+      "the camera reported \(outcome): a file that comes with an error is not to be trusted, whether it reads as an image or not: check the error first"
     ) {
       try await withDeadline(.seconds(2), "capturePhoto(with:)", hint: errorHint) {
         try await processor.capturePhoto(with: output)
@@ -357,6 +368,125 @@ struct PhotoCaptureTests {
       #expect(
         next == harbour && output.captureCount == 2,
         "after the camera reported the first capture twice, the next capturePhoto(with:) returned \(next) having asked the camera \(output.captureCount - 1) more time\(output.captureCount == 2 ? "" : "s"): a report that finds nobody waiting is a repeat of one already answered, and answers nobody; each call takes a photo of its own"
+      )
+    }
+
+    @Test(
+      "Each capture is answered, even when the camera reports the same as the time before",
+      arguments: everyKindOfOutcome, [CallbackScript.synchronously, .default])
+    func sameOutcomeAgain(outcome: PhotoOutput.Outcome, script: CallbackScript) async throws {
+      // The last scripted outcome repeats: every capture reports the same thing, once.
+      let output = PhotoOutput(outcomes: [outcome], script: script)
+      let processor = PhotoCaptureProcessor()
+
+      for number in 1...3 {
+        let reportsBefore = output.reportCount
+        let result = try await withDeadline(
+          .seconds(2), "capturePhoto(with:) number \(number)",
+          likelyCause: {
+            guard number > 1, output.reportCount > reportsBefore else {
+              return photoCause(output)()
+            }
+            return "the camera reported capture \(number) (\(outcome), the same as capture "
+              + "\(number - 1)) and that report answered nobody, so this caller waits for good: "
+              + "a report that looks like the one before is not a repeat; two captures can "
+              + "end the same way (the same shot, the same failure), and each is answered"
+          }
+        ) {
+          await Result { try await processor.capturePhoto(with: output) }
+        }
+        switch (outcome, result) {
+        case (.photo(let image), .success(let got)):
+          #expect(got == image, "capturePhoto(with:) must return the photo the camera took")
+        case (.photo, .failure(let error)):
+          Issue.record("capture \(number) took \(outcome), and threw \(error)")
+        case (_, .success(let got)):
+          Issue.record("capture \(number) ended with \(outcome), and returned \(got)")
+        case (_, .failure):
+          break
+        }
+      }
+      #expect(output.captureCount == 3, "each call captures exactly once")
+    }
+  }
+
+  @Test(
+    "A failed capture answers one caller: the captures still waiting get their own outcome",
+    arguments: [
+      PhotoOutput.Outcome.failure(.deviceBusy), .photoAndError(sunset, .sensorFault), .noData,
+      .corruptData,
+    ])
+  func failureAnswersOneCaller(first: PhotoOutput.Outcome) async throws {
+    let gate = CallbackGate()
+    let output = PhotoOutput(outcomes: [first, .photo(harbour)], script: gate.script)
+    let processor = PhotoCaptureProcessor()
+
+    // Two captures wait; the first fails, the second succeeds.
+    let earlier = Task { try await processor.capturePhoto(with: output) }
+    try #require(
+      await eventually { gate.heldCount == 1 }, "capturePhoto(with:) did not start the capture")
+    let later = Task { try await processor.capturePhoto(with: output) }
+    try #require(
+      await eventually { gate.heldCount == 2 },
+      "a second capturePhoto(with:) did not start its capture")
+    gate.open()
+    let firstResult = try await withDeadline(
+      .seconds(2), "the first capturePhoto(with:)", hint: overlapHint
+    ) {
+      await earlier.result
+    }
+    let secondResult = try await withDeadline(
+      .seconds(2), "the second capturePhoto(with:), whose capture succeeded,", hint: overlapHint
+    ) {
+      await later.result
+    }
+
+    #expect(
+      (try? firstResult.get()) == nil,
+      "the first capture ended with \(first), so the first caller must not get a photo")
+    #expect(
+      (try? secondResult.get()) == harbour,
+      "the first capture ended with \(first), and the second caller, whose own capture took \(harbour), got \(secondResult) instead: a report answers one caller, the one who has waited longest; one failed capture says nothing about the others, which end as their own reports say"
+    )
+  }
+
+  @Test(
+    "Cancelling one waiting caller does not answer another one", arguments: ["first", "second"])
+  func cancelLeavesTheOthers(cancelled: String) async throws {
+    let gate = CallbackGate()
+    let output = PhotoOutput(outcomes: [.photo(sunset), .photo(harbour)], script: gate.script)
+    let processor = PhotoCaptureProcessor()
+
+    let earlier = Task { try await processor.capturePhoto(with: output) }
+    try #require(
+      await eventually { gate.heldCount == 1 }, "capturePhoto(with:) did not start the capture")
+    let later = Task { try await processor.capturePhoto(with: output) }
+    try #require(
+      await eventually { gate.heldCount == 2 },
+      "a second capturePhoto(with:) did not start its capture")
+    // One caller gives up while both wait; the camera then reports both captures.
+    let (gaveUp, stayed) = cancelled == "first" ? (earlier, later) : (later, earlier)
+    gaveUp.cancel()
+    gate.open()
+    let stayedResult = try await withDeadline(
+      .seconds(2),
+      "the \(cancelled == "first" ? "second" : "first") capturePhoto(with:), not cancelled,",
+      hint: overlapHint
+    ) {
+      await stayed.result
+    }
+    _ = try await withDeadline(
+      .seconds(2), "the cancelled capturePhoto(with:)", hint: overlapHint
+    ) {
+      await gaveUp.result
+    }
+
+    switch stayedResult {
+    case .success(let image):
+      #expect(image == sunset || image == harbour)
+    case .failure(let error):
+      Issue.record(
+        "the \(cancelled) caller was cancelled, and the other one, who was not, got \(error) instead of a photo: cancelling one capturePhoto(with:) must answer that caller only (or nobody: the camera reports every capture anyway), never another waiting caller"
       )
     }
   }

@@ -17,11 +17,12 @@ import WorkbookTesting
 /// | --- | --- | --- | --- |
 /// | `.standard` in a debug build | — | checked: `debugBuildsAreChecked`; `reading`'s default too: `readingChecksByDefault`; the helper's default too: `helperChecksByDefault` | a leak through the default: `readingChecksByDefault` |
 /// | `.standard` in a release build | — the tests run a debug build only: a release-only choice cannot be observed by them | | |
+/// | `standard` rewritten to test a condition SwiftPM never defines (`#if RELEASE`), or an environment variable | — still .checked in the debug build the tests run (unless someone sets the variable), so only a release build could tell, and the tests run none; the starter already gives `standard` as it must stay, and the hints say to leave it (not caught) | | |
 /// | `.checked`, `.unchecked` asked for | — | the kind asked for: `handsOutTheRequestedKind` | — |
 /// | a read, both ways (inside the call, on threads) | the same value: `sameValueBothWays` | — | — |
 /// | a hub that answers after 2.5 s, both ways | its value, no thread of the pool held meanwhile: `slowHubHoldsNoThread` | — | — |
 /// | ten thousand reads from eight tasks, both ways | every value: `manyReadsBothWays` | — | — |
-/// | a second resume, checked | — | — | stops the program, naming the bridge: `checkedCatchesASecondResume` |
+/// | a second resume, checked | — | — | stops the program, naming the bridge: `checkedCatchesASecondResume`; naming any other bridge built on the helper by its own name: `messagesNameEachBridge` |
 /// | a continuation dropped, checked / unchecked | — | — | reported as a leak: `checkedReportsALeak`; silent: `uncheckedIsSilent` |
 /// | cancelled task | — reading(of:from:checking:) promises nothing for a cancelled task | | |
 @Suite("3.3 Checked and unsafe", .serialized)
@@ -221,6 +222,27 @@ struct CheckedAndUnsafeTests {
       """)
   }
 
+  @Test("Misuse messages name whichever bridge misused its continuation, not only reading")
+  func messagesNameEachBridge() async throws {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      endThisChild(after: 1.5)
+      let twiceAtOnce = SensorHub(script: CallbackScript(timing: .synchronously, times: 2))
+      // Another bridge built on withBridgeContinuation, with a name of its own.
+      _ = await calibration(of: twiceAtOnce)
+    }
+    let said = misuseMessage(in: result)
+    #expect(
+      said.contains("calibration(of:) tried to resume its continuation more than once"),
+      Comment(
+        rawValue: said == Self.silence
+          ? "calibration(of:), a bridge built on withBridgeContinuation(.checked), let the hub "
+            + "answer twice and nothing stopped it; the runtime said: \(said)"
+          : "calibration(of:), a bridge built on withBridgeContinuation(.checked), resumed "
+            + "twice, and the message named another function: withBridgeContinuation serves "
+            + "every bridge, so the name in its messages must be the one its caller passes "
+            + "in (`function`), not one written into the helper; the runtime said: \(said)"))
+  }
+
   static let silence = "nothing about continuations"
 
   /// The runtime's continuation-misuse line from an exit test's standard error, without the
@@ -244,6 +266,14 @@ private func untilTheHubDroppedItsCallback(_ hub: SensorHub) async throws {
   let deadline = clock.now + .seconds(10)
   while hub.reads == 0 && clock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
   try await Task.sleep(for: .milliseconds(200))
+}
+
+/// A bridge other than reading(of:from:checking:) built on the same helper: misuse messages
+/// must name it.
+private func calibration(of hub: SensorHub) async -> Double {
+  await withBridgeContinuation(.checked) { continuation in
+    hub.read(channel: 2) { value in continuation.resume(returning: value) }
+  }
 }
 
 /// Ends an exit test's child process with a failing status after `seconds`, from a thread

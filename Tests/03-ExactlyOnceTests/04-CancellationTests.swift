@@ -21,7 +21,10 @@ import WorkbookTesting
 /// | the file delivered after a cancel | one resume: `deliveryAfterCancel` | — | — |
 /// | a plain `var` flag of its own instead of `ResumeOnce`, read and set by the cancelled reply and a late delivery on two threads | — not caught every run: the two replies come one after the other (`deliveryAfterCancel`), so the flag holds; only when they overlap in the same instant do both get through, a data race that `make tsan` names and a plain run almost never meets | | | |
 /// | cancelled after the file arrived | the file: `cancellingAfterCompletion` | — | — |
+/// | cancelled before the call or while starting, the cancelled reply inside `cancel()` | `CancellationError`: `earlyCancelAnsweredInsideCancel` | cancelled: `earlyCancelAnsweredInsideCancel` | no lock re-entered by the reply: `earlyCancelAnsweredInsideCancel` |
 /// | the next download after a cancelled one | its file: `reuseAfterCancel` | — | — |
+/// | a file that comes before the cancelled reply (`deliversAfterCancel`), guarded by "drop a file once the cancelled reply was seen" | — not a mistake for this downloader: the starter and `FileDownloader` say the extra callback comes after the cancelled reply, and in that order the guard holds; at the same instant it is the flag row above (not caught every run) | | |
+/// | `attach` looks for a cancel in one locked step and stores the download in another | — a cancel between the two is overwritten and lost, but the gap lies between two lock steps of the answer's own that call nothing the test can pause; `cancellingAtAnyMoment` lands there only by chance (not caught) | | |
 /// | cancelled between a look at a flag of the answer's own and the store of the download | — the gap is inside the answer's own code, between two of its steps that call nothing the test can pause (an atomic load, then a store under another lock); `cancellingAtAnyMoment` lands there only by chance (not caught) | | |
 @Suite("3.4 Cancellation")
 struct CancellationTests {
@@ -298,5 +301,40 @@ struct CancellationTests {
     #expect(data == Self.reportData)
     #expect(downloader.downloadsStarted == 2)
     #expect(downloader.downloadsCancelled == 1)
+  }
+
+  @Test(
+    "A cancel before or while the download starts, answered inside DownloadTask.cancel(), throws CancellationError",
+    arguments: ["before the call", "while the download starts"])
+  func earlyCancelAnsweredInsideCancel(when: String) async throws {
+    // The downloader's cancelled reply comes inside cancel(), on the thread that calls it:
+    // here, the bridge's own thread, as it finds the task was cancelled before it could
+    // store the download.
+    let cancelWhileStarting: (@Sendable () -> Void)? =
+      when == "before the call" ? nil : { @Sendable in withUnsafeCurrentTask { _ = $0?.cancel() } }
+    let downloader = Self.makeDownloader(
+      delivery: .never, cancelReply: .synchronously, whileStarting: cancelWhileStarting)
+
+    await #expect(
+      throws: CancellationError.self,
+      "the task was cancelled \(when): \(Self.throwsCancellationError)"
+    ) {
+      try await withDeadline(
+        .seconds(2), "download(_:with:), cancelled \(when)",
+        hint: """
+          the downloader answered the cancel inside DownloadTask.cancel(), on the thread that \
+          called it, and that answer never reached the caller: cancel() can call the \
+          completion handler before it returns, so it must be called with no lock held that \
+          the handler, or anything it calls, takes
+          """
+      ) {
+        if when == "before the call" { withUnsafeCurrentTask { $0?.cancel() } }
+        return try await download(Self.report, with: downloader)
+      }
+    }
+    #expect(downloader.downloadsStarted == 1)
+    #expect(
+      downloader.downloadsRunning == 0,
+      "the cancel never reached the DownloadTask: the download is still running")
   }
 }
