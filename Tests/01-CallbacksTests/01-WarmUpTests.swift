@@ -47,6 +47,14 @@ struct WarmUpTests {
         handler ran; suspend on a continuation until the handler delivers the greeting
         """
     }
+    if received.hasPrefix("Hello, ") && received.hasSuffix("!") {
+      return """
+        greeting(for:from:) returned "\(received)": the greeting of another call (one made at \
+        the same time, or earlier), not the one this call's handler received. Each call's \
+        greeting must travel inside that call (its own continuation), not through anything \
+        calls share or keep (a global, a property of a shared object, a cache)
+        """
+    }
     return """
       greeting(for:from:) returned "\(received)", not the greeting the handler received: \
       resume the continuation with the handler's argument
@@ -127,6 +135,14 @@ struct WarmUpTests {
       await greeting(for: name, from: greeter)
     }
 
+    // Asked for exactly this name, and still another greeting: it came from another call,
+    // through something the calls share.
+    let fromAnotherCall = greeter.namesAsked == [name] && received != "Hello, \(name)!"
+    #expect(
+      !fromAnotherCall,
+      "greeting(for: \(name.debugDescription)) asked the greeter for exactly that name, and returned \(received.debugDescription): the greeting of another call made at the same time. Each call's greeting must travel inside that call (its own continuation), not through anything calls share (a global, a property of a shared object)"
+    )
+    if fromAnotherCall { return }
     #expect(
       received == "Hello, \(name)!" && greeter.requestCount == 1,
       "greeting(for: \(name.debugDescription)) returned \(received.debugDescription) after asking the greeter \(greeter.requestCount) time\(greeter.requestCount == 1 ? "" : "s"): the name goes to the greeter as it was given, whatever it is, and the greeting is the greeter's (\("Hello, \(name)!".debugDescription)); deciding for the greeter what a name should be changes its answer"
