@@ -85,6 +85,7 @@ private func makePicker(
 /// | two picks at once while a third waits | the waiting one nil, the one shown last the contact, the other nil: `twoPicksAtOnceWhileOneWaits` (the third starts while the second is inside the resume of the waiting caller); two picks released together on two threads, round after round, both answered: `twoPicksAtTheSameInstant` | — | — |
 /// | a pick made while the report answers the one before | nil when its sheet is replaced: `pickMadeWhileTheReportAnswers` (it starts inside the report's resume) | the report's take leaves it stored: `pickMadeWhileTheReportAnswers` | — |
 /// | cancelled task (before, during, after) | — pickContact() promises nothing for a cancelled task | | |
+/// | the user takes their time (2.5 s) | the contact: `slowUserStillGetsTheirContact` | — | no time limit of its own |
 @Suite("2.2 Contact picker")
 struct ContactPickerTests {
   // First in the file on purpose: when several tests fail, the runner shows the first one,
@@ -277,5 +278,28 @@ struct ContactPickerTests {
         "pickContact() must return the contact the user selected, or nil if they cancelled")
       #expect(selectedTwice && cancelledTwice, "the picker's second report did not finish")
     }
+  }
+
+  @Test("A user who takes their time still gets the contact they pick")
+  func slowUserStillGetsTheirContact() async throws {
+    let controller = ContactPickerViewController(
+      answers: [.choose(ada)], script: .later(.milliseconds(2_500)))
+    let picker = ContactPicker(controller: controller)
+
+    let contact = try await withDeadline(
+      .seconds(6), "pickContact(), whose user picks after 2.5 s,",
+      likelyCause: pickCause(controller, presented: controller.presentationCount, selectHint)
+    ) {
+      await picker.pickContact()
+    }
+
+    #expect(
+      contact == ada,
+      """
+      the user picked Ada 2.5 s after the sheet appeared, and pickContact() returned \
+      \(contact.map { "\($0)" } ?? "nil"): a sheet has no time limit. Only the user's answer, \
+      or the app presenting the picker again, ends the wait; a time limit of its own answers \
+      nil for a user who is only slow, and their pick then reaches nobody
+      """)
   }
 }
