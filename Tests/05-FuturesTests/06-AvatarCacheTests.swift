@@ -138,6 +138,10 @@ private func results(
 /// | cancelled while the download's completion resumes it | the avatar or `CancellationError` | — | no deadlock with `onCancel`: `completionRacesCancellation` |
 /// | cancelled as the download answers | the avatar or `CancellationError` (the task states no preference), resumed once, whether the cancel lands after the avatar resumed the caller and before it ran: `cancelledAfterTheAvatarArrived` | — | — |
 /// | cancelled right after any look at its cancellation (between a check and the store) | `CancellationError`, at once: `cancelledRightAfterALook` | the download goes on | — |
+/// | every caller cancelled, then a new caller before the download arrives | the avatar: `joinsADownloadWhoseCallersHaveGone` | no new one: it joins the download on its way, `joinsADownloadWhoseCallersHaveGone` | — |
+/// | a caller cancelled before it asks | `CancellationError`: `cancelledBeforeItAsksLeavesNothingStuck` | no entry left claimed without a download: the next caller gets the avatar, `cancelledBeforeItAsksLeavesNothingStuck` | — |
+/// | waiting while the download is on its way | — | — | no step on the caller's thread until the download answers (no polling): `waitsWithoutPolling` |
+/// | who starts the download decided by a check and a set of a flag apart from the claim | — | — two callers in the nanoseconds between that check and set both start one; no test can stop a caller between two of its own locks, so only `simultaneousCallersShareOneDownload` lands there, on some runs (the hints say to decide it in the claim) | — |
 @Suite("5.6 Avatar cache")
 struct AvatarCacheTests {
   @Test(
@@ -742,5 +746,127 @@ struct AvatarCacheTests {
       the avatar was downloaded \(downloads) times: the first download, whose caller had \
       gone, must still be kept when it arrives
       """)
+  }
+
+  @Test("A caller who asks while a download whose callers have all gone is on its way joins it")
+  func joinsADownloadWhoseCallersHaveGone() async throws {
+    let loader = FakeLoader()
+    let cache = AvatarCache(loader: loader)
+
+    let leaving = caller(cache, "ada")
+    _ = await eventually(within: .seconds(2)) { loader.downloads() >= 1 }
+    leaving.cancel()
+    _ = try await withDeadline(
+      .seconds(2), "avatar(for:) after its task was cancelled", hint: cancelHint
+    ) {
+      await leaving.result
+    }
+
+    // Nobody waits for the download now, and it is still on its way: the next caller joins
+    // it, or (the mistake) starts another one, which it does at once.
+    let joining = caller(cache, "ada")
+    _ = await eventually(within: .milliseconds(300)) { loader.downloads() >= 2 }
+    let downloads = loader.downloads()
+    loader.finishAll()
+    let joined = try await withDeadline(.seconds(2), "avatar(for:)", hint: valueHint) {
+      await joining.result
+    }
+
+    #expect(
+      downloads == 1,
+      """
+      every caller of ada's download had given up, and a caller who asked while that \
+      download was still on its way started \(downloads - 1) more: the download goes on \
+      for the cache when its callers leave, so it stays in the cache as the download on its \
+      way, and whoever asks before it arrives waits for it (taking it out when the last \
+      caller leaves downloads the same avatar twice)
+      """)
+    #expect(
+      (try? joined.get()) == avatarOf("ada"),
+      "the caller who joined the download on its way got \(joined) instead of the avatar")
+  }
+
+  @Test("A caller already cancelled when it asks leaves the cache working for the next caller")
+  func cancelledBeforeItAsksLeavesNothingStuck() async throws {
+    let loader = FakeLoader()
+    let cache = AvatarCache(loader: loader)
+
+    let cancelled = Task {
+      withUnsafeCurrentTask { $0?.cancel() }
+      return try await cache.avatar(for: "ada")
+    }
+    let gaveUp = try await withDeadline(
+      .seconds(2), "avatar(for:) called from a task already cancelled", hint: cancelHint
+    ) {
+      await cancelled.result
+    }
+    #expect(
+      throws: CancellationError.self,
+      "a caller whose task was cancelled before it asked must throw CancellationError"
+    ) {
+      try gaveUp.get()
+    }
+
+    // The next caller, not cancelled, joins a download or starts one.
+    let next = caller(cache, "ada")
+    guard await eventually(within: .seconds(2), { loader.downloads() >= 1 }) else {
+      Issue.record(
+        """
+        a caller cancelled before it asked left ada's entry in the cache as a download on \
+        its way without starting the download, and the next caller waited for it with no \
+        download ever made: every later caller for ada would wait forever. Whoever claims \
+        the entry starts the download, cancelled or not (the download belongs to the cache); \
+        a caller that stops first must claim nothing
+        """)
+      next.cancel()
+      _ = try await withDeadline(
+        .seconds(2), "avatar(for:) after its task was cancelled", hint: cancelHint
+      ) {
+        await next.result
+      }
+      return
+    }
+    loader.finishAll()
+    let got = try await withDeadline(.seconds(2), "avatar(for:)", hint: valueHint) {
+      await next.result
+    }
+    #expect(
+      (try? got.get()) == avatarOf("ada"),
+      "the caller after one cancelled before it asked got \(got) instead of the avatar")
+  }
+
+  @Test("A waiting caller is resumed by the download, not woken again and again")
+  func waitsWithoutPolling() async throws {
+    let loader = FakeLoader()
+    let cache = AvatarCache(loader: loader)
+    let executor = OneThreadExecutor()
+
+    let waiting = Task(executorPreference: executor) { try await cache.avatar(for: "ada") }
+    guard await eventually(within: .seconds(2), { loader.downloads() >= 1 }) else {
+      Issue.record("avatar(for:) never started a download")
+      waiting.cancel()
+      return
+    }
+    // The caller has started the download and waits: on its thread, nothing should happen
+    // until the download answers.
+    let before = executor.jobsRun
+    try await Task.sleep(for: .milliseconds(300))
+    let steps = executor.jobsRun - before
+    loader.finishAll()
+    let result = try await withDeadline(.seconds(2), "avatar(for:)", hint: valueHint) {
+      await waiting.result
+    }
+
+    #expect(
+      steps <= 2,
+      """
+      while its download was on its way for 300 ms, a waiting caller of avatar(for:) ran \
+      \(steps) separate steps on its thread: it woke up over and over to look for the result \
+      (a Task.sleep loop?), so every caller of a feed wakes many times a second for as long \
+      as the download takes, and gets its avatar only at its next look. Suspend once, and \
+      let the download's result resume the waiting callers
+      """)
+    #expect(
+      (try? result.get()) == avatarOf("ada"), "avatar(for:) must return the downloaded avatar")
   }
 }
