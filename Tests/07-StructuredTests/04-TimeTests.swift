@@ -23,6 +23,23 @@ private func flaky(failures: Int, calls: Locked<Int>) -> @Sendable () async thro
   }
 }
 
+/// An operation whose every call is a request that lasts until its task is cancelled (it
+/// waits on `requests`, a clock nobody advances), then fails with its own error, or returns
+/// "report" if `succeeds`; it counts its calls.
+private func requestUntilCancelled(
+  succeeds: Bool, calls: Locked<Int>, requests: ManualClock
+) -> @Sendable () async throws -> String {
+  {
+    let attempt = calls.withLock { calls in
+      calls += 1
+      return calls
+    }
+    try? await Task.sleep(for: .seconds(3600), clock: requests)
+    if succeeds { return "report" }
+    throw Outage(attempt: attempt)
+  }
+}
+
 private struct StoppedEarly: Error {}
 
 /// Returns once `retry` is asleep on `clock` after `attempt` attempts. If `retry` ends
@@ -82,6 +99,11 @@ private func asleep(
 /// | every attempt fails | the last attempt's error: `givesUp` | exactly `attempts` | no wait after the last: `givesUp` |
 /// | cancelled while it waits | `CancellationError`: `cancellationEndsTheWait` | none after it: `cancellationEndsTheWait` | — |
 /// | two retries on one clock | — | — | each its own schedule: `twoRetries` |
+/// | cancelled during an attempt that fails, attempts left | `CancellationError`, `firstDelay` zero too: `cancelledDuringAFailingAttempt` | none after it: `cancelledDuringAFailingAttempt` | — |
+/// | cancelled during an attempt that succeeds | its value, not `CancellationError`: `cancelledDuringASuccess` | one | — |
+/// | cancelled during the last attempt, which fails | that attempt's error or `CancellationError`, both accepted: nothing was left to cut short, and "rethrows that attempt's error" and "a cancelled task throws `CancellationError`" both read on it | — | — |
+/// | the operation throws `CancellationError`, its task not cancelled | — | a failed attempt, retried: `anOperationsCancellationErrorIsAFailure` | — |
+/// | waits longer than minutes | — | — | still doubled, no ceiling: `longWaitsKeepDoubling` |
 // No test here waits for real: time moves only when a test advances the manual clock.
 @Suite("7.4 Time")
 struct InjectedClockTests {
@@ -272,5 +294,182 @@ struct InjectedClockTests {
       try await second.value
     }
     #expect(slowReport == "report")
+  }
+
+  @Test("Cancelled during an attempt that fails, it throws CancellationError and starts no other")
+  func cancelledDuringAFailingAttempt() async throws {
+    for firstDelay in [Duration.seconds(30), .zero] {
+      let clock = ManualClock()
+      let requests = ManualClock()
+      let calls = Locked(0)
+      let retry = Task {
+        try await retrying(
+          attempts: 5, firstDelay: firstDelay, clock: clock,
+          requestUntilCancelled(succeeds: false, calls: calls, requests: requests))
+      }
+      defer { retry.cancel() }
+      guard await eventually(within: .seconds(2), { requests.sleeperCount == 1 }) else {
+        Issue.record("retrying(…) never called the operation")
+        return
+      }
+
+      retry.cancel()  // while attempt 1 is under way
+
+      let outcome = await Result {
+        try await withDeadline(
+          .seconds(2), "a retry cancelled during an attempt",
+          hint: "a retry whose task was cancelled must end, not wait on the clock"
+        ) { try await retry.value }
+      }
+      let attempts = calls.value
+      switch outcome {
+      case .failure(let error as DeadlineExceeded): throw error
+      case .failure(is CancellationError) where attempts == 1: continue
+      case _ where attempts > 1:
+        Issue.record(
+          """
+          a retry cancelled during attempt 1 (firstDelay \(firstDelay)) went on to make \
+          \(attempts - 1) more attempt(s): a cancelled task must not start another attempt, \
+          even when firstDelay is zero and there is no real wait in which to notice the \
+          cancellation
+          """)
+      case .failure(let error):
+        Issue.record(
+          """
+          a retry cancelled during attempt 1 of 5, which then failed, threw \(error), that \
+          attempt's error, not CancellationError: the cancellation cut the retries short, and \
+          reporting it as a failure of the operation hides that the task was cancelled (the \
+          caller takes it for the operation failing for good)
+          """)
+      case .success(let value):
+        Issue.record(
+          "a retry cancelled during a failing attempt returned \(value), not CancellationError")
+      }
+      return
+    }
+  }
+
+  @Test("Cancelled during an attempt that succeeds, it returns the value that arrived")
+  func cancelledDuringASuccess() async throws {
+    let clock = ManualClock()
+    let requests = ManualClock()
+    let calls = Locked(0)
+    let retry = Task {
+      try await retrying(
+        attempts: 3, firstDelay: .seconds(30), clock: clock,
+        requestUntilCancelled(succeeds: true, calls: calls, requests: requests))
+    }
+    defer { retry.cancel() }
+    guard await eventually(within: .seconds(2), { requests.sleeperCount == 1 }) else {
+      Issue.record("retrying(…) never called the operation")
+      return
+    }
+
+    retry.cancel()  // while attempt 1 is under way; it succeeds all the same
+
+    let outcome = await Result {
+      try await withDeadline(
+        .seconds(2), "a retry cancelled during an attempt that succeeds",
+        hint: "the attempt succeeded, so retrying(…) must return its value at once"
+      ) { try await retry.value }
+    }
+    switch outcome {
+    case .failure(let error as DeadlineExceeded): throw error
+    case .success(let value):
+      #expect(value == "report")
+    case .failure(let error):
+      Issue.record(
+        """
+        a retry cancelled during an attempt that then succeeded threw \(error) and threw away \
+        the value that had arrived: the operation did its work (a request sent, an order \
+        placed), and a caller told it was cancelled believes it did not. Cancellation ends the \
+        waiting between attempts; a result already in hand is still the result
+        """)
+    }
+    #expect(calls.value == 1, "the first attempt succeeded, so there is no other")
+  }
+
+  @Test("A CancellationError from the operation, its task not cancelled, is a failed attempt")
+  func anOperationsCancellationErrorIsAFailure() async throws {
+    let clock = ManualClock()
+    let calls = Locked(0)
+    let executor = OneThreadExecutor()
+    let retry = Task(executorPreference: executor) {
+      try await retrying(attempts: 3, firstDelay: .seconds(1), clock: clock) {
+        let attempt = calls.withLock { calls in
+          calls += 1
+          return calls
+        }
+        // Something inside the operation was cancelled; the retry's own task was not.
+        if attempt == 1 { throw CancellationError() }
+        return "report"
+      }
+    }
+    defer { retry.cancel() }
+    let ended = Locked<Result<String, any Error>?>(nil)
+    let watching = Task {
+      let result = await retry.result
+      ended.withLock { $0 = result }
+    }
+    defer { watching.cancel() }
+    _ = await eventually(within: .seconds(2)) {
+      clock.sleeperCount >= 1 || ended.value != nil
+    }
+    if case .failure(let error)? = ended.value {
+      Issue.record(
+        """
+        the operation threw CancellationError on attempt 1 while the retry's own task was not \
+        cancelled, and retrying(…) gave up with \(error) instead of waiting and trying again: \
+        only the cancellation of the retry's task ends the retries; an error the operation \
+        throws, whatever its type, is a failed attempt like any other
+        """)
+      return
+    }
+    try await asleep(clock, retry, on: executor, after: 1)
+
+    clock.advance(by: .seconds(1))
+
+    let report = try await withDeadline(.seconds(2), "retrying(…)", hint: sleepHint) {
+      try await retry.value
+    }
+    #expect(report == "report")
+    #expect(calls.value == 2)
+  }
+
+  @Test("Every wait is twice the one before, however long the waits get")
+  func longWaitsKeepDoubling() async throws {
+    let clock = ManualClock()
+    let calls = Locked(0)
+    let executor = OneThreadExecutor()
+    let retry = Task(executorPreference: executor) {
+      try await retrying(
+        attempts: 12, firstDelay: .seconds(40), clock: clock,
+        flaky(failures: 11, calls: calls))
+    }
+    defer { retry.cancel() }
+
+    var wait = Duration.seconds(40)
+    for attempt in 1...11 {
+      try await asleep(clock, retry, on: executor, after: attempt)
+      let asked = clock.requestedSleeps.last
+      guard asked == wait else {
+        Issue.record(
+          """
+          the wait after attempt \(attempt) of 12 (firstDelay 40 seconds) was \
+          \(asked.map { "\($0)" } ?? "none"), not \(wait): each wait is twice the one before, \
+          however long that gets. The contract sets no ceiling, and a cap (a minute, an hour) \
+          changes the schedule the caller asked for
+          """)
+        return
+      }
+      clock.advance(by: wait)
+      wait *= 2
+    }
+
+    let report = try await withDeadline(.seconds(2), "retrying(…)", hint: sleepHint) {
+      try await retry.value
+    }
+    #expect(report == "report")
+    #expect(calls.value == 12)
   }
 }

@@ -85,6 +85,7 @@ private func linesRead(
 /// | --- | --- | --- | --- |
 /// | lines ending "\n", an empty line | each, without its "\n"; "" too: `linesThenEnd` | finishes at end of file: `linesThenEnd` | reads on a thread of its own, never the pool or a global queue: every test (`ProbedInput`) |
 /// | "\r\n" endings; a lone "\r" | the "\r" of "\r\n" dropped: `windowsLineEndings`; a lone "\r" kept: `everySplitPoint` | — | — |
+/// | a leading "\r", "\r\r\n", U+0085, U+2028, U+2029, vertical tab, form feed | text, kept; only the one "\r" before "\n" goes: `otherLineBreaksAreText` | — | — |
 /// | a last line without "\n" | yielded at end of file: `unfinishedLastLine` | then finishes | — |
 /// | no input | none: `emptyInput` | finishes at once | — |
 /// | a line in pieces, a character or "\r\n" split between reads | one line, whole: `linesInPieces`, `splitCharacters`, `everySplitPoint` | — | — |
@@ -280,5 +281,24 @@ struct InputLinesTests {
       input.readCount == reads,
       "after the end of input (an empty read) the input was read \(input.readCount - reads) more times in 0.2 seconds: the reading thread must stop there, or it spins for as long as the program runs"
     )
+  }
+
+  @Test("Only a \"\\r\" just before \"\\n\" belongs to the line end; other breaks are text")
+  func otherLineBreaksAreText() async throws {
+    let text =
+      "\rleading\ntwo\r\r\n\u{2028}separators\u{2029}\nnext\u{85}\n\u{0B}\u{0C}\nlast\n"
+    let expected = [
+      "\rleading", "two\r", "\u{2028}separators\u{2029}", "next\u{85}", "\u{0B}\u{0C}", "last",
+    ]
+    let received = try await linesRead(from: text)
+    #expect(
+      received == expected,
+      Comment(
+        rawValue: "the input \(text.debugDescription) gave \(received.debugDescription), not "
+          + "\(expected.debugDescription): a line ends at \"\\n\", and only one \"\\r\" right "
+          + "before it belongs to that end. Any other \"\\r\" (a leading one, the first of two) "
+          + "and other line-break characters (U+0085, U+2028, U+2029, vertical tab, form feed) "
+          + "are text the user typed: trimming a whole character set such as .newlines "
+          + "removes them too"))
   }
 }
