@@ -19,6 +19,7 @@ import WorkbookTesting
 /// | two calls at once | — each call has a continuation of its own and shares nothing but the greeter | | |
 /// | cancelled while it waits | it ends, once, and nothing more when the greeting comes (what it returns then is not part of the contract: the greeting, or a placeholder): `cancelledWhileWaiting` | one: `cancelledWhileWaiting` | — |
 /// | cancelled before, after | — as "while it waits": `greet` cannot be cancelled, so nothing differs | | |
+/// | cancelled while it waits, answered "" at once (a cancellation handler, or an `AsyncStream` whose loop ends on cancel) | — not a mistake: a placeholder, as the row above allows; the greeter still answers, and nothing is resumed twice | | |
 @Suite("1.1 Warm-up")
 struct WarmUpTests {
   /// Synchronously inside the call, soon from another thread, and late from another thread.

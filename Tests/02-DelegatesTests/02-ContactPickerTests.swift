@@ -54,6 +54,12 @@ private let secondHint =
   + "refused or never resumed; a new pick replaces the sheet on screen: answer the stored "
   + "caller with nil and store the new continuation"
 
+private let cancelledCallerHint =
+  "pickContact() promises nothing about what a cancelled caller gets, but it must still be "
+  + "answered exactly once: a cancellation handler that resumes the stored continuation and "
+  + "leaves it stored lets the next pick (or the user's answer) resume it again, which stops "
+  + "the program"
+
 private let againHint =
   "the continuation of the first pick is still stored; take it out (leaving nil) when you "
   + "resume it. Or something else the first pick left behind stops this one: a flag such "
@@ -84,7 +90,10 @@ private func makePicker(
 /// | a pick that does not present | — named at every deadline from the presentation count (`pickCause`) | | |
 /// | two picks at once while a third waits | the waiting one nil, the one shown last the contact, the other nil: `twoPicksAtOnceWhileOneWaits` (the third starts while the second is inside the resume of the waiting caller); two picks released together on two threads, round after round, both answered: `twoPicksAtTheSameInstant` | — | — |
 /// | a pick made while the report answers the one before | nil when its sheet is replaced: `pickMadeWhileTheReportAnswers` (it starts inside the report's resume) | the report's take leaves it stored: `pickMadeWhileTheReportAnswers` | — |
-/// | cancelled task (before, during, after) | — pickContact() promises nothing for a cancelled task | | |
+/// | cancelled task while it waits | not promised (the user's answer, or nil at once), but answered once: the app cancelling it and picking again, the new pick gets its contact: `cancelledCallerAnsweredOnce` | a cancel ends only its own caller's wait, also when it lands as a new pick replaces that caller: `cancelledCallerAnsweredOnce` | — |
+/// | cancelled task before, after | — as "while it waits"; a task that has ended runs no cancellation handler | | |
+/// | present() left to a Task, after the caller is parked | — not a mistake: the answer goes to the caller stored when the sheet reports, whichever sheet is on screen; picks made at once on two threads may present in either order with the solution too (it presents outside the lock), and every caller is still answered once | | |
+/// | the continuation resumed while the lock is held | — not a mistake here: resume only queues the caller, and pickContact() has no cancellation handler that takes the lock (3.4's reason); a pick made meanwhile waits for that resume alone | | |
 /// | the user takes their time (2.5 s) | the contact: `slowUserStillGetsTheirContact` | — | no time limit of its own |
 @Suite("2.2 Contact picker")
 struct ContactPickerTests {
@@ -300,6 +309,75 @@ struct ContactPickerTests {
       \(contact.map { "\($0)" } ?? "nil"): a sheet has no time limit. Only the user's answer, \
       or the app presenting the picker again, ends the wait; a time limit of its own answers \
       nil for a user who is only slow, and their pick then reaches nobody
+      """)
+  }
+
+  @Test("A caller whose task is cancelled is answered once, and only its own wait ends")
+  func cancelledCallerAnsweredOnce() async throws {
+    // The app's habit: cancel the task of the pick on screen, then pick again.
+    let controller = ContactPickerViewController(
+      answers: [.walkAway, .choose(grace)], script: .synchronously)
+    let picker = ContactPicker(controller: controller)
+    let cancelled = Task { await picker.pickContact() }
+    try #require(
+      await eventually { controller.presentationCount == 1 },
+      "pickContact() did not present the picker")
+    cancelled.cancel()
+    let next = try await withDeadline(
+      .seconds(2), "a pickContact() made after the app cancelled the one on screen",
+      hint: cancelledCallerHint
+    ) {
+      await picker.pickContact()
+    }
+    // A new pick that did not show the picker leaves the cancelled caller on a sheet that
+    // never reports: presentingAgainAnswersBothCallers names that.
+    guard controller.presentationCount == 2 else { return }
+    _ = try await withDeadline(
+      .seconds(2), "a pickContact() whose task was cancelled, then replaced by a new pick",
+      hint: cancelledCallerHint
+    ) {
+      await cancelled.value
+    }
+    #expect(
+      next == grace,
+      """
+      the app cancelled the task of the pick on screen and picked again, and the new pick \
+      got \(next.map { "\($0)" } ?? "nil"), not \(grace), the contact the user selected on \
+      its sheet: \(cancelledCallerHint)
+      """)
+
+    // A cancel that lands just as a new pick replaces its caller (inside the resume that
+    // answers it nil) finds the new pick's continuation stored.
+    let replacing = ContactPickerViewController(
+      answers: [.walkAway, .choose(grace)], script: .later(.milliseconds(100)))
+    let replacingPicker = ContactPicker(controller: replacing)
+    let probe = ResumeProbeExecutor()
+    let first = Task(executorPreference: probe) { await replacingPicker.pickContact() }
+    try #require(
+      await eventually { replacing.presentationCount == 1 },
+      "pickContact() did not present the picker")
+    probe.onNextResume { first.cancel() }
+    let second = try await withDeadline(
+      .seconds(2), "a pickContact() that replaced a caller whose task was cancelled meanwhile",
+      hint: cancelledCallerHint
+    ) {
+      await replacingPicker.pickContact()
+    }
+    guard replacing.presentationCount == 2 else { return }
+    _ = try await withDeadline(
+      .seconds(2), "a pickContact() replaced by a new pick and cancelled",
+      hint: cancelledCallerHint
+    ) {
+      await first.value
+    }
+    #expect(
+      second == grace,
+      """
+      a new pick replaced a caller, and the app cancelled that caller's task just then; the \
+      new pick got \(second.map { "\($0)" } ?? "nil"), not \(grace), the contact the user \
+      selected on its sheet: the cancel of the caller that was replaced ended the new \
+      pick's wait, the continuation stored by then. A cancel may end only its own caller's \
+      wait, and only while that caller is still the one waiting
       """)
   }
 }
