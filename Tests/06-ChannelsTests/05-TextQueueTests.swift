@@ -162,6 +162,19 @@ private struct Rig {
   }
 }
 
+/// True once `condition` holds, within `limit` (of time the tests could run, as
+/// `eventually` counts it): looks every 100 microseconds for the first 20 milliseconds, so
+/// that a stress test's rounds do not each wait out a longer slice.
+private func soon(within limit: Duration = .seconds(2), _ condition: () -> Bool) async -> Bool {
+  let clock = ContinuousClock()
+  let quick = clock.now + .milliseconds(20)
+  while !condition() {
+    guard clock.now < quick else { return await eventually(within: limit, condition) }
+    try? await Task.sleep(for: .microseconds(100))
+  }
+  return true
+}
+
 /// Ends a test whose queue waits in real time (see `Rig.letSend(_:sourceLocation:)`).
 private struct WaitsInRealTime: Error {}
 
@@ -194,7 +207,7 @@ private let cancelledHint =
 /// | 100 messages | each its own receipt: `sendsAHundredInOrder` | all, once each, in submission order: `sendsAHundredInOrder` | — | — |
 /// | a send slower than the interval | — | the next one at once: `slowSendIsFollowedAtOnce` | — | — |
 /// | a quiet spell, then two messages | — | the first at once, the second one interval later, no burst: `noBurstAfterAQuietSpell` | — | — |
-/// | submitters at once on a nearly full queue | one waits, one `.full`: `twoAtOnceForTheLastPlace` (two threads released together, round after round, so that a check and a count in two locked steps lets both in) | — | — | two threads of their own, not the pool |
+/// | submitters at once on a nearly full queue | one waits, one `.full`: `twoAtOnceForTheLastPlace` (two threads released together, round after round, the second's start aimed at the first's check (`Rendezvous`), so that a check and a count in two locked steps lets both in) | — | — | two threads of their own, not the pool |
 /// | a send that takes 2.5 s | its receipt: `slowSend` | — | — | nothing blocks a thread meanwhile: `slowSend` |
 /// | the queue is full | `.full` at once, the waiting ones kept: `fullQueueRefusesTheNewcomer` | the refused one never: `fullQueueRefusesTheNewcomer` | — | — |
 /// | a send fails | its own error only: `failedSendFailsOnlyItsMessage` | the next one still sent: `failedSendFailsOnlyItsMessage` | goes on | — |
@@ -437,63 +450,74 @@ struct TextQueueTests {
   @Test("Two submitters arriving at the same instant on a queue with room for one: one is refused")
   func twoAtOnceForTheLastPlace() async throws {
     // Each round, a queue of capacity 1 is sending one message (the gateway holds it), so
-    // one place is free; two submitters on two threads, released together, each after a
-    // random few hundred nanoseconds, ask for it. Whatever the interleaving, one must wait
+    // one place is free; two submitters on two threads of their own ask for it, released
+    // together, the second a tuned time after the first (see Rendezvous): whichever got the
+    // place, the next round moves the second's start toward the instant where the other one
+    // would have, so the two checks keep meeting. Whatever the interleaving, one must wait
     // and the other be refused: a check of the room and its taking made in two steps lets
-    // both in, whenever one comes between the other's two.
-    try await raceRounds { left, right in
-      let rig = Rig(capacity: 1, holding: ["ada"])
-      defer { rig.tearDown() }
-      _ = await rig.submit("ada")
-      try #require(await rig.sends(1), "run() did not start sending the first message")
-      let queue = rig.queue
-      let line = StartLine(parties: 2)
-      let submitters = zip([left, right], ["grace", "linus"]).map { executor, to in
-        Task(executorPreference: executor) {
-          line.go(jitter: 0...600)
-          return await Result { try await queue.submit(text(to)) }
+    // both in once one comes between the other's two, which the aimed rounds make happen.
+    try await withOneStressAtATime {
+      let rendezvous = Rendezvous()
+      let executors = [OneThreadExecutor(), OneThreadExecutor()]
+      // So many rounds, or so much time: a machine too busy to finish the rounds does fewer,
+      // which can let the gap go unseen but never fails a correct answer.
+      let rounds = stressAmount(grading: 150, verify: 1_500)
+      let budget: Duration = stressAmount(grading: .milliseconds(1_500), verify: .seconds(8))
+      let clock = ContinuousClock()
+      let end = clock.now + budget
+      for _ in 1...rounds where clock.now < end {
+        let rig = Rig(capacity: 1, holding: ["ada"])
+        defer { rig.tearDown() }
+        let queue = rig.queue
+        _ = Started(on: rig.submitters) { try await queue.submit(text("ada")) }
+        try #require(
+          await soon { rig.gateway.sent.count >= 1 },
+          "run() did not start sending the first message")
+        rendezvous.reset()
+        let finished = Locked<[(party: Int, result: Result<Receipt, any Error>)]>([])
+        for (party, to) in ["grace", "linus"].enumerated() {
+          Task(executorPreference: executors[party]) {
+            rendezvous.arrive(as: party)
+            let result = await Result { try await queue.submit(text(to)) }
+            finished.withLock { $0.append((party, result)) }
+          }
         }
-      }
-      let finished = Locked<[Result<Receipt, any Error>]>([])
-      for submitter in submitters {
-        Task {
-          let result = await submitter.value
-          finished.withLock { $0.append(result) }
+        guard await soon({ !finished.value.isEmpty }) else {
+          Issue.record(
+            """
+            a queue of capacity 1 was sending one message and had one place free; two \
+            submitters asked for it at the same instant, and both were let in, so two \
+            messages waited where one fits: each looked at the room left before the other \
+            had taken it. The look and the taking must be one step, so that of two \
+            submitters arriving together exactly one finds the place free
+            """)
+          return
         }
+        let refused = finished.value[0]
+        guard case .failure(let error) = refused.result, error as? TextQueueError == .full else {
+          Issue.record(
+            """
+            of two submitters asking at once for the one free place, one must wait and the \
+            other be refused with TextQueueError.full; one ended with \(refused.result) while \
+            ada's send was still held
+            """)
+          return
+        }
+        // The other one waits for its place: ada's send is still held. Both parties must have
+        // gone on from the rendezvous before the next round resets it.
+        guard await soon({ rendezvous.isOver }) else { return }
+        if finished.value.count > 1 {
+          Issue.record(
+            """
+            of two submitters asking at once for the one free place, one must wait and the \
+            other be refused; both ended (\(finished.value.map(\.result))) while ada's send \
+            was still held, so the free place was refused too
+            """)
+          return
+        }
+        // The refused one asked second: the one that got the place came first.
+        rendezvous.learn(secondCameFirst: refused.party == 0)
       }
-      let oneRefused = await eventually(within: .seconds(2)) { !finished.value.isEmpty }
-      guard oneRefused else {
-        Issue.record(
-          """
-          a queue of capacity 1 was sending one message and had one place free; two \
-          submitters asked for it at the same instant, and both were let in, so two \
-          messages waited where one fits: each looked at the room left before the other \
-          had taken it. The look and the taking must be one step, so that of two \
-          submitters arriving together exactly one finds the place free
-          """)
-        return false
-      }
-      let refused = finished.value[0]
-      guard case .failure(let error) = refused, error as? TextQueueError == .full else {
-        Issue.record(
-          """
-          of two submitters asking at once for the one free place, one must wait and the \
-          other be refused with TextQueueError.full; one ended with \(refused) while ada's \
-          send was still held
-          """)
-        return false
-      }
-      // The other one waits for its place: ada's send is still held.
-      if finished.value.count > 1 {
-        Issue.record(
-          """
-          of two submitters asking at once for the one free place, one must wait and the \
-          other be refused; both ended (\(finished.value)) while ada's send was still held, \
-          so the free place was refused too
-          """)
-        return false
-      }
-      return true
     }
   }
 
