@@ -17,6 +17,7 @@ public final class RecordContext: @unchecked Sendable {
   private let lock = NSLock()
   private var storage: [String] = []
   private var violations = 0
+  private var readsOffQueue = 0
   private static let counter = NSLock()
   private static var lastMarker = 0
 
@@ -54,7 +55,10 @@ public final class RecordContext: @unchecked Sendable {
     let onQueue = isOnQueue
     lock.lock()
     defer { lock.unlock() }
-    if !onQueue { violations += 1 }
+    if !onQueue {
+      violations += 1
+      readsOffQueue += 1
+    }
     return storage
   }
 
@@ -64,5 +68,13 @@ public final class RecordContext: @unchecked Sendable {
     lock.lock()
     defer { lock.unlock() }
     return violations
+  }
+
+  /// How many of ``offQueueAccesses`` were reads of ``records`` (the rest are inserts), so
+  /// a test can say which kind of access strayed.
+  public var offQueueReads: Int {
+    lock.lock()
+    defer { lock.unlock() }
+    return readsOffQueue
   }
 }

@@ -27,7 +27,10 @@ struct WarmUpTests {
 
   static let hint =
     "greeting(for:from:) must resume its continuation inside the completion handler, "
-    + "with the greeting the handler receives"
+    + "with the greeting the handler receives; if it does, was the continuation kept "
+    + "where another call could replace it (a global, a property of a shared object)? "
+    + "The tests make calls at the same time, and a continuation overwritten by another "
+    + "call's is never resumed"
 
   @Test("Returns the greeting the completion handler receives", arguments: scripts)
   func returnsTheGreeting(script: CallbackScript) async throws {

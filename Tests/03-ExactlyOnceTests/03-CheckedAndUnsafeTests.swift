@@ -169,7 +169,9 @@ struct CheckedAndUnsafeTests {
           ? "reading(of:from:checking: .checked) let the hub answer twice and nothing stopped "
             + "it: the continuation was not a checked one (.checked must reach "
             + "withBridgeContinuation, which then uses withCheckedContinuation), or the second "
-            + "answer was kept from it; the runtime said: \(said)"
+            + "answer was kept from it, or the answers were resumed later, outside the hub's "
+            + "call (from a Task of their own), so the call had returned and the program ended "
+            + "before the second resume; the runtime said: \(said)"
           : "the checked path must stop a second resume and name the bridge (pass `function` "
             + "on to withCheckedContinuation); the runtime said: \(said)"))
   }

@@ -94,6 +94,14 @@ private func lossComment(_ received: [Int], of expected: [Int]) -> Comment {
     rest = rest[(index + 1)...]
     return true
   }
+  if received.isEmpty, !expected.isEmpty {
+    return Comment(
+      rawValue: "the loop got none of the \(expected.count) elements: the stream ended before "
+        + "passing on any of what the channel held. A channel that is closed can still hold "
+        + "elements, and its end comes after them: a stream finished at once because the "
+        + "channel says it is closed (or an end passed on through a task of its own, Task { "
+        + "finish() }, that overtakes them) loses them all")
+  }
   if !received.isEmpty, received.count < expected.count,
     Array(expected.prefix(received.count)) == received
   {

@@ -95,13 +95,19 @@ func cancelWhileClosing(
   return elapsed < .milliseconds(900)
 }
 
-/// Before a test that cancels tasks while others resume them: if resuming happens under the
-/// lock that onCancel takes, those tests would deadlock the runtime's threads for good (and
-/// every other test with them). The probe reports that safely instead, and they end early.
+/// Before a test that cancels tasks while others resume them: if resuming (in close(), or
+/// in a hand-off either way) happens under the lock that onCancel takes, those tests would
+/// deadlock the runtime's threads for good (and every other test with them). The probe reports that safely instead, and they end early.
 func resumesOutsideTheLock(
   sourceLocation: SourceLocation = #_sourceLocation
 ) async throws -> Bool {
-  try await cancelWhileClosing(capacity: 0, round: 1, sourceLocation: sourceLocation)
+  guard try await cancelWhileClosing(capacity: 0, round: 1, sourceLocation: sourceLocation)
+  else { return false }
+  for handOff in [HandOff.receiverWaits, .senderWaits] {
+    guard try await cancelWhileHandingOff(handOff, round: 1, sourceLocation: sourceLocation)
+    else { return false }
+  }
+  return true
 }
 
 /// The contract of `Channel`: each path, what senders and receivers see, and the test that
@@ -118,7 +124,7 @@ func resumesOutsideTheLock(
 /// | an element handed out (buffered, or by a waiting sender) | — | — | not kept by the channel: `receivedElementsAreReleased` | — |
 /// | many producers and consumers | — | each element exactly once, each producer's order: `manyProducersAndConsumers` | — | — |
 /// | `close()` | waiting senders throw `ChannelClosedError`: `closeFailsWaitingSenders`; later ones too, nothing sent: `sendAfterClose` | the buffer, then `nil`: `closeDrainsThenEnds`; waiting receivers `nil`: `closeEndsWaitingReceivers` | — | from another thread mid-traffic: `closeFromAnotherThread` |
-/// | a waiting receiver is cancelled | — | `CancellationError`, takes nothing: `cancelWaitingReceiver` | the next element goes to the next receiver: `cancelWaitingReceiver`; two arriving at the same instant are told apart: `receiversArrivingTogether` | while `close()` resumes it, no deadlock: `cancelWhileResuming` |
+/// | a waiting receiver is cancelled | — | `CancellationError`, takes nothing: `cancelWaitingReceiver` | the next element goes to the next receiver: `cancelWaitingReceiver`; two arriving at the same instant are told apart: `receiversArrivingTogether` | while `close()` resumes it, no deadlock: `cancelWhileResuming`; while `send(_:)` hands it an element, or it hands one to a waiting sender: `handOffResumesOutsideTheLock` |
 /// | a waiting sender is cancelled | `CancellationError`, not sent: `cancelWaitingSender` | — | the others keep their order: `cancelMiddleSender` | — |
 /// | the iterating task is cancelled | — | the loop throws `CancellationError`: `cancelledIterationThrows` | — | — |
 /// | the task is cancelled before the call | `CancellationError`, no wait: `alreadyCancelled`; with room too, nothing sent: `alreadyCancelledWithRoom` | `CancellationError`, no wait: `alreadyCancelled`; with an element buffered too, nothing taken: `alreadyCancelledWithRoom` | — | — |
@@ -312,12 +318,24 @@ struct BuildAChannelTests {
     channel.close()
     channel.close()  // a second close changes nothing
 
-    await #expect(throws: ChannelClosedError()) {
+    await #expect(
+      throws: ChannelClosedError(),
+      Comment(
+        rawValue: "a send(_:) after close() must throw ChannelClosedError, even with room in "
+          + "the buffer: a closed channel takes nothing more")
+    ) {
       try await withDeadline(.seconds(2), "send(_:) after close()", hint: closeHint) {
         try await channel.send(2)
       }
     }
-    #expect(try await drain(channel) == [1], "close() must not drop buffered elements")
+    let drained = try await drain(channel)
+    #expect(
+      drained == [1],
+      Comment(
+        rawValue: drained.contains(2)
+          ? "a send(_:) after close() got its element into the channel (a receiver got \(drained)): "
+            + "a closed channel takes nothing more, whether or not the send would have waited"
+          : "close() must not drop buffered elements"))
   }
 
   /// The tests in which a wrong answer can resume a continuation twice, which stops the
@@ -770,4 +788,75 @@ struct BuildAChannelTests {
       """)
     withExtendedLifetime(channel) {}
   }
+}
+
+extension BuildAChannelTests.OneAtATime {
+  @Test(
+    "A hand-off resumes the waiting side outside the lock, whichever side waits",
+    arguments: [HandOff.receiverWaits, .senderWaits])
+  func handOffResumesOutsideTheLock(_ handOff: HandOff) async throws {
+    // An earlier test already found a call that never returns; this one would hang too.
+    if aCallNeverReturned.value { return }
+    for round in 1...3 {
+      guard try await cancelWhileHandingOff(handOff, round: round) else { return }
+    }
+  }
+}
+
+/// Which side of a hand-off waits, and is resumed by the other.
+enum HandOff: CustomTestStringConvertible, Sendable {
+  case receiverWaits, senderWaits
+
+  var testDescription: String {
+    self == .receiverWaits
+      ? "a waiting receiver resumed by send" : "a waiting sender resumed by receive"
+  }
+}
+
+/// Lets one side of a hand-off wait on a thread of its own, under the probe, and has the
+/// other side, on another thread, resume it: the probe cancels the waiting side from a
+/// third thread while the resumer is inside resume. Returns false if that cancellation had
+/// to wait for the channel's lock (the probe then records why): with the runtime, the same
+/// order deadlocks for good, now and then, in an app.
+func cancelWhileHandingOff(
+  _ handOff: HandOff, round: Int, sourceLocation: SourceLocation = #_sourceLocation
+) async throws -> Bool {
+  let (waiting, coming) =
+    handOff == .receiverWaits ? ("receive()", "send(_:)") : ("send(_:)", "receive()")
+  let channel = Channel<Int>(capacity: 0)
+  let started = Locked(false)
+  let other = Task(executorPreference: OneThreadExecutor()) { () async throws -> Int? in
+    while !started.value { try await Task.sleep(for: .milliseconds(1)) }
+    // Let the waiting side store its continuation (it runs on its own, idle thread).
+    try await Task.sleep(for: .milliseconds(50))
+    if handOff == .receiverWaits {
+      try await channel.send(round)
+      return nil
+    }
+    return try await channel.receive()
+  }
+  let clock = ContinuousClock()
+  let start = clock.now
+  // Resumed and cancelled at once, the waiting side may finish or throw CancellationError;
+  // either is right here.
+  _ = try? await withCancellationRacingResume(
+    .seconds(2), "round \(round): \(waiting) resumed by \(coming) from another thread",
+    hint: handOff == .receiverWaits ? receiveHint : sendHint, sourceLocation: sourceLocation
+  ) { () async throws -> Int? in
+    started.withLock { $0 = true }
+    if handOff == .receiverWaits { return try await channel.receive() }
+    try await channel.send(round)
+    return nil
+  }
+  let elapsed = clock.now - start
+  channel.close()
+  try await withDeadline(
+    .seconds(2), "round \(round): \(coming) beside a cancelled \(waiting)",
+    hint: handOff == .receiverWaits ? sendHint : receiveHint, checksPool: false,
+    sourceLocation: sourceLocation
+  ) {
+    _ = try? await other.value
+  }
+  // The probe waits a second for a cancellation stuck behind the lock.
+  return elapsed < .milliseconds(900)
 }

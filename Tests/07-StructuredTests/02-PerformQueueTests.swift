@@ -10,10 +10,18 @@ private let hint =
   + "runSynchronously(on:)"
 
 private func offQueueMessage(_ context: RecordContext) -> Comment {
-  """
-  the records were touched \(context.offQueueAccesses) time(s) off the context's queue: \
-  the actor needs a custom executor that runs its jobs on context.queue (unownedExecutor)
-  """
+  let (all, reads) = (context.offQueueAccesses, context.offQueueReads)
+  let what =
+    reads == all
+    ? "read \(reads) time(s)"
+    : reads == 0
+      ? "inserted into \(all) time(s)" : "touched \(all) time(s) (\(reads) of them reads)"
+  return """
+    the records were \(what) off the context's queue. Everything the actor does with \
+    them must run on context.queue: a custom executor (unownedExecutor) runs the actor's \
+    isolated methods there, but a method marked nonisolated, or work handed to a task or \
+    queue of its own, runs on another thread
+    """
 }
 
 /// The contract of `NoteStore`: each path, what the callers and the record context see, and
@@ -46,7 +54,15 @@ struct PerformQueueTests {
       return (counts, await store.titles())
     }
 
-    #expect(counts == [1, 2, 3])
+    #expect(
+      counts == [1, 2, 3],
+      Comment(
+        rawValue: counts == [0, 1, 2]
+          ? "add(_:) returned \(counts) for three notes: each time, the number of records before "
+            + "its own note was in, so the count was read before the insert had happened (an "
+            + "insert handed to perform, or to a task of its own, runs after add(_:) returned)"
+          : "add(_:) of three notes to an empty context returned \(counts): each returns how many "
+            + "records the context holds once its note is in"))
     #expect(titles == ["milk", "eggs", "bread"])
     #expect(context.offQueueAccesses == 0, offQueueMessage(context))
   }

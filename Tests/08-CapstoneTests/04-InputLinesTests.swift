@@ -105,7 +105,12 @@ struct InputLinesTests {
           ? "the stream finished without a line, and inputLines(from:) never asked the handle "
             + "it was given for data (availableData was never called on it): does it read "
             + "another input, such as standard input (readLine())?"
-          : "each line, without its newline: an empty line is a line too"))
+          : received.isEmpty
+            ? "the stream finished without a line, although inputLines(from:) read the input "
+              + "(\(input.readCount) read(s)): the lines were never yielded, or yielded after "
+              + "finish() (a yield made from a task of its own runs later, and a yield after "
+              + "finish() is dropped)"
+            : "each line, without its newline: an empty line is a line too"))
   }
 
   @Test("A last line without a newline still counts")
