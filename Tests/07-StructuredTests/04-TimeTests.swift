@@ -23,6 +23,25 @@ private func flaky(failures: Int, calls: Locked<Int>) -> @Sendable () async thro
   }
 }
 
+/// Starts a retry of an operation that fails `failures` times (see `flaky`), on a
+/// manual clock and on a thread of its own, so a test can see when it sleeps; returns the
+/// clock, the count of calls, the executor and the retry's task.
+private enum FlakyRetry {
+  static func start(
+    attempts: Int, firstDelay: Duration, failures: Int
+  ) -> (
+    ManualClock, Locked<Int>, OneThreadExecutor, Task<String, any Error>
+  ) {
+    let (clock, calls, executor) = (ManualClock(), Locked(0), OneThreadExecutor())
+    let retry = Task(executorPreference: executor) {
+      try await retrying(
+        attempts: attempts, firstDelay: firstDelay, clock: clock,
+        flaky(failures: failures, calls: calls))
+    }
+    return (clock, calls, executor, retry)
+  }
+}
+
 /// An operation whose every call is a request that lasts until its task is cancelled (it
 /// waits on `requests`, a clock nobody advances), then fails with its own error, or returns
 /// "report" if `succeeds`; it counts its calls.
@@ -129,14 +148,8 @@ struct InjectedClockTests {
 
   @Test("Waits on the clock between attempts, twice as long each time")
   func waitsAndDoubles() async throws {
-    let clock = ManualClock()
-    let calls = Locked(0)
-    let executor = OneThreadExecutor()
-    let retry = Task(executorPreference: executor) {
-      try await retrying(
-        attempts: 4, firstDelay: .seconds(1), clock: clock,
-        flaky(failures: 3, calls: calls))
-    }
+    let (clock, calls, executor, retry) = FlakyRetry.start(
+      attempts: 4, firstDelay: .seconds(1), failures: 3)
     defer { retry.cancel() }
 
     for (attempt, wait) in [(1, 1), (2, 2), (3, 4)] {
@@ -181,14 +194,8 @@ struct InjectedClockTests {
 
   @Test("After the last attempt, rethrows its error at once instead of waiting again")
   func givesUp() async throws {
-    let clock = ManualClock()
-    let calls = Locked(0)
-    let executor = OneThreadExecutor()
-    let retry = Task(executorPreference: executor) {
-      try await retrying(
-        attempts: 3, firstDelay: .milliseconds(500), clock: clock,
-        flaky(failures: 10, calls: calls))
-    }
+    let (clock, calls, executor, retry) = FlakyRetry.start(
+      attempts: 3, firstDelay: .milliseconds(500), failures: 10)
     defer { retry.cancel() }
 
     for attempt in 1...2 {
@@ -215,14 +222,8 @@ struct InjectedClockTests {
 
   @Test("Cancelling the task ends the wait with CancellationError, and starts no attempt")
   func cancellationEndsTheWait() async throws {
-    let clock = ManualClock()
-    let calls = Locked(0)
-    let executor = OneThreadExecutor()
-    let retry = Task(executorPreference: executor) {
-      try await retrying(
-        attempts: 5, firstDelay: .seconds(30), clock: clock,
-        flaky(failures: 10, calls: calls))
-    }
+    let (clock, calls, executor, retry) = FlakyRetry.start(
+      attempts: 5, firstDelay: .seconds(30), failures: 10)
     try await asleep(clock, retry, on: executor, after: 1)
 
     retry.cancel()
@@ -438,14 +439,8 @@ struct InjectedClockTests {
 
   @Test("Every wait is twice the one before, however long the waits get")
   func longWaitsKeepDoubling() async throws {
-    let clock = ManualClock()
-    let calls = Locked(0)
-    let executor = OneThreadExecutor()
-    let retry = Task(executorPreference: executor) {
-      try await retrying(
-        attempts: 12, firstDelay: .seconds(40), clock: clock,
-        flaky(failures: 11, calls: calls))
-    }
+    let (clock, calls, executor, retry) = FlakyRetry.start(
+      attempts: 12, firstDelay: .seconds(40), failures: 11)
     defer { retry.cancel() }
 
     var wait = Duration.seconds(40)
