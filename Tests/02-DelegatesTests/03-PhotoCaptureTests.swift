@@ -57,6 +57,23 @@ private let againHint =
   "a capture after the first never returns: store a new continuation for each capture, and "
   + "take the stored one out (leaving nil) when you resume it"
 
+/// Starts two captures one after the other, each once the camera holds the one before:
+/// both wait, in that order, until the test opens `gate`.
+private func twoHeldCaptures(
+  _ processor: PhotoCaptureProcessor, _ output: PhotoOutput, _ gate: CallbackGate,
+  sourceLocation: SourceLocation = #_sourceLocation
+) async throws -> (earlier: Task<Image, any Error>, later: Task<Image, any Error>) {
+  let earlier = Task { try await processor.capturePhoto(with: output) }
+  try #require(
+    await eventually { gate.heldCount == 1 }, "capturePhoto(with:) did not start the capture",
+    sourceLocation: sourceLocation)
+  let later = Task { try await processor.capturePhoto(with: output) }
+  try #require(
+    await eventually { gate.heldCount == 2 },
+    "a second capturePhoto(with:) did not start its capture", sourceLocation: sourceLocation)
+  return (earlier, later)
+}
+
 /// The contract of `PhotoCaptureProcessor.capturePhoto(with:)`: each path, what the caller
 /// sees, and the test that checks it (— where a column does not apply, and why).
 ///
@@ -252,13 +269,7 @@ struct PhotoCaptureTests {
     let processor = PhotoCaptureProcessor()
 
     // Both captures start before the camera reports anything...
-    let earlier = Task { try await processor.capturePhoto(with: output) }
-    try #require(
-      await eventually { gate.heldCount == 1 }, "capturePhoto(with:) did not start the capture")
-    let later = Task { try await processor.capturePhoto(with: output) }
-    try #require(
-      await eventually { gate.heldCount == 2 },
-      "a second capturePhoto(with:) did not start its capture")
+    let (earlier, later) = try await twoHeldCaptures(processor, output, gate)
     // ...then it reports both, in the order they were taken.
     gate.open()
     let second = try await withDeadline(
@@ -422,13 +433,7 @@ struct PhotoCaptureTests {
     let processor = PhotoCaptureProcessor()
 
     // Two captures wait; the first fails, the second succeeds.
-    let earlier = Task { try await processor.capturePhoto(with: output) }
-    try #require(
-      await eventually { gate.heldCount == 1 }, "capturePhoto(with:) did not start the capture")
-    let later = Task { try await processor.capturePhoto(with: output) }
-    try #require(
-      await eventually { gate.heldCount == 2 },
-      "a second capturePhoto(with:) did not start its capture")
+    let (earlier, later) = try await twoHeldCaptures(processor, output, gate)
     gate.open()
     let firstResult = try await withDeadline(
       .seconds(2), "the first capturePhoto(with:)", hint: overlapHint
