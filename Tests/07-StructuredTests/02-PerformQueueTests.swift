@@ -11,16 +11,18 @@ private let hint =
 
 private func offQueueMessage(_ context: RecordContext) -> Comment {
   let (all, reads) = (context.offQueueAccesses, context.offQueueReads)
-  let what =
-    reads == all
-    ? "read \(reads) time(s)"
-    : reads == 0
-      ? "inserted into \(all) time(s)" : "touched \(all) time(s) (\(reads) of them reads)"
+  guard reads == all else {
+    // Inserts strayed too: the actor's own jobs ran elsewhere.
+    return """
+      the records were touched \(all) time(s) off the context's queue, \(all - reads) of them \
+      inserts: the actor needs a custom executor that runs its jobs on context.queue \
+      (unownedExecutor)
+      """
+  }
   return """
-    the records were \(what) off the context's queue. Everything the actor does with \
-    them must run on context.queue: a custom executor (unownedExecutor) runs the actor's \
-    isolated methods there, but a method marked nonisolated, or work handed to a task or \
-    queue of its own, runs on another thread
+    the records were read \(reads) time(s) off the context's queue, while every insert ran on \
+    it: the actor's jobs run there, but a method marked nonisolated, or work handed to a task \
+    or queue of its own, reads them on another thread
     """
 }
 

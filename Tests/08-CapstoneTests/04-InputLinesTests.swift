@@ -87,6 +87,7 @@ private func linesRead(
 /// | "\r\n" endings; a lone "\r" | the "\r" of "\r\n" dropped: `windowsLineEndings`; a lone "\r" kept: `everySplitPoint` | — | — |
 /// | a leading "\r", "\r\r\n", U+0085, U+2028, U+2029, vertical tab, form feed | text, kept; only the one "\r" before "\n" goes: `otherLineBreaksAreText` | — | — |
 /// | a last line without "\n" | yielded at end of file: `unfinishedLastLine` | then finishes | — |
+/// | a last line that ends in a lone "\r" at end of file | — not pinned: the article's rule keeps that "\r" as text (as `readLine()` does), the solution drops it as the start of a "\r\n" that never came; both are reasonable for input cut off there | — | — |
 /// | no input | none: `emptyInput` | finishes at once | — |
 /// | a line in pieces, a character or "\r\n" split between reads | one line, whole: `linesInPieces`, `splitCharacters`, `everySplitPoint` | — | — |
 /// | 500 lines in random pieces | all, in order: `manyLinesInPieces` | — | — |
