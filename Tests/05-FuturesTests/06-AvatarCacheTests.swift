@@ -102,6 +102,19 @@ private func caller(
   Task { try await cache.avatar(for: userID) }
 }
 
+/// Starts one caller for "ada", and cancels it once its download has started: returns once
+/// that caller has ended, the download (if the cache keeps it) still on its way.
+private func oneCallerLeaves(_ cache: AvatarCache, _ loader: FakeLoader) async throws {
+  let leaving = caller(cache, "ada")
+  _ = await eventually(within: .seconds(2)) { loader.downloads() >= 1 }
+  leaving.cancel()
+  _ = try await withDeadline(
+    .seconds(2), "avatar(for:) after its task was cancelled", hint: cancelHint
+  ) {
+    await leaving.result
+  }
+}
+
 /// The callers' results, each within a deadline.
 private func results(
   of callers: [Task<Avatar, any Error>], hint: String
@@ -712,14 +725,7 @@ struct AvatarCacheTests {
     let loader = FakeLoader()
     let cache = AvatarCache(loader: loader)
 
-    let leaving = caller(cache, "ada")
-    _ = await eventually(within: .seconds(2)) { loader.downloads() >= 1 }
-    leaving.cancel()
-    _ = try await withDeadline(
-      .seconds(2), "avatar(for:) after its task was cancelled", hint: cancelHint
-    ) {
-      await leaving.result
-    }
+    try await oneCallerLeaves(cache, loader)
     let cancelledTheDownload = loader.anyCancelled
     #expect(
       cancelledTheDownload == false,
@@ -753,14 +759,7 @@ struct AvatarCacheTests {
     let loader = FakeLoader()
     let cache = AvatarCache(loader: loader)
 
-    let leaving = caller(cache, "ada")
-    _ = await eventually(within: .seconds(2)) { loader.downloads() >= 1 }
-    leaving.cancel()
-    _ = try await withDeadline(
-      .seconds(2), "avatar(for:) after its task was cancelled", hint: cancelHint
-    ) {
-      await leaving.result
-    }
+    try await oneCallerLeaves(cache, loader)
 
     // Nobody waits for the download now, and it is still on its way: the next caller joins
     // it, or (the mistake) starts another one, which it does at once.
