@@ -139,8 +139,8 @@ private func results(
 /// | first call | the avatar: `getsTheAvatar` | one: `getsTheAvatar` | the future completes inside the call, soon, later, twice: `getsTheAvatar`; on the caller's own thread: `suspendsInsteadOfBlocking` |
 /// | callers for one user at once | the one avatar each: `concurrentCallersShareOneDownload` | one, shared: `concurrentCallersShareOneDownload` | — |
 /// | callers for different users | each their own: `differentUsersDownloadAtOnce` | at the same time: `differentUsersDownloadAtOnce` | — |
-/// | a later call | the kept avatar: `keepsTheAvatar` | no new one: `keepsTheAvatar` | — |
-/// | the download fails | its error, to every waiter: `failureIsSharedButNotKept` | forgotten, the next call downloads: `failureIsSharedButNotKept` | — |
+/// | a later call | the kept avatar: `keepsTheAvatar` | no new one: `keepsTheAvatar`; none for 300 users either (no limit, no eviction): `keepsEveryAvatar` | — |
+/// | the download fails | its error, to every waiter, none of whom downloads again on its own: `failureIsSharedButNotKept`, `joinersOfAFailedDownloadDoNotRetry` | forgotten, the next call downloads: `failureIsSharedButNotKept` | — |
 /// | asked again the moment the failure answers | — | a new download, not the old error: `askingAgainRightAfterAFailure` | the ask lands while the failure resumes its callers: `askingAgainRightAfterAFailure` |
 /// | a caller cancelled while waiting | `CancellationError`, at once; the others get the avatar: `cancelledCallerLeavesAlone`; a caller who joins after one has left waits beside the others, each its own waiter: `cancelledCallerLeavesAlone` | the download goes on, its future not cancelled: `cancelledCallerLeavesAlone` | — |
 /// | every caller cancelled | `CancellationError` | the download finishes and is kept: `downloadOutlivesItsCallers` | — |
@@ -867,5 +867,59 @@ struct AvatarCacheTests {
       """)
     #expect(
       (try? result.get()) == avatarOf("ada"), "avatar(for:) must return the downloaded avatar")
+  }
+
+  @Test("Every avatar downloaded is kept, however many users there are")
+  func keepsEveryAvatar() async throws {
+    let loader = FakeLoader(.synchronously)
+    let cache = AvatarCache(loader: loader)
+    let users = (0..<300).map { "user\($0)" }
+
+    try await withDeadline(.seconds(5), "avatar(for:) of 300 users, twice", hint: valueHint) {
+      for user in users { _ = try await cache.avatar(for: user) }
+      for user in users { _ = try await cache.avatar(for: user) }
+    }
+
+    let downloads = loader.downloads()
+    #expect(
+      downloads == users.count,
+      """
+      300 users' avatars were asked for twice, one after another, and \(downloads) downloads \
+      were made, not 300: the cache let go of avatars it had downloaded (a limit on how many \
+      it keeps, or an eviction), so they were downloaded again; the cache keeps every avatar
+      """)
+  }
+
+  @Test("Callers that joined a download that fails get its error, and download nothing more")
+  func joinersOfAFailedDownloadDoNotRetry() async throws {
+    let loader = FakeLoader()
+    let cache = AvatarCache(loader: loader)
+    // Three callers on an executor that knows when they have all joined the download and
+    // wait for it, however they wait.
+    let settling = SettlingExecutor()
+    let callers = (0..<3).map { _ in
+      Task(executorPreference: settling) { try await cache.avatar(for: "ada") }
+    }
+    _ = await eventually(within: .seconds(2)) { settling.isIdle && loader.downloads() >= 1 }
+    let downloadsBeforeTheFailure = loader.downloads()
+    loader.finishAll(failing: DownloadError.offline)
+    let outcomes = try await results(of: callers, hint: failureHint)
+
+    let more = loader.downloads() - downloadsBeforeTheFailure
+    #expect(
+      more == 0,
+      """
+      three callers waited for one download, which failed, and \(more) more download(s) \
+      started before they were answered: a caller that joined a failed download gets its \
+      error, as the one who started it does; it does not try again on its own
+      """)
+    for (index, outcome) in outcomes.enumerated() {
+      #expect(
+        throws: DownloadError.offline,
+        "caller \(index + 1) of 3 must get the failed download's own error"
+      ) {
+        try outcome.get()
+      }
+    }
   }
 }

@@ -123,6 +123,7 @@ private func asleep(
 /// | cancelled during the last attempt, which fails | that attempt's error or `CancellationError`, both accepted: nothing was left to cut short, and "rethrows that attempt's error" and "a cancelled task throws `CancellationError`" both read on it | — | — |
 /// | the operation throws `CancellationError`, its task not cancelled | — | a failed attempt, retried: `anOperationsCancellationErrorIsAFailure` | — |
 /// | waits longer than minutes | — | — | still doubled, no ceiling: `longWaitsKeepDoubling` |
+/// | an attempt that takes time on the clock | — | — | the wait starts when the attempt has failed, not when it began: `waitCountsFromTheFailure` |
 // No test here waits for real: time moves only when a test advances the manual clock.
 @Suite("7.4 Time")
 struct InjectedClockTests {
@@ -466,5 +467,46 @@ struct InjectedClockTests {
     }
     #expect(report == "report")
     #expect(calls.value == 12)
+  }
+
+  @Test("The wait starts when an attempt has failed, however long that attempt took")
+  func waitCountsFromTheFailure() async throws {
+    let clock = ManualClock()
+    let calls = Locked(0)
+    let executor = OneThreadExecutor()
+    // Each attempt takes 3 seconds on the clock (it moves the clock on itself) and fails,
+    // until the third.
+    let retry = Task(executorPreference: executor) {
+      try await retrying(attempts: 3, firstDelay: .seconds(5), clock: clock) {
+        let attempt = calls.withLock { calls in
+          calls += 1
+          return calls
+        }
+        clock.advance(by: .seconds(3))
+        if attempt < 3 { throw Outage(attempt: attempt) }
+        return "report"
+      }
+    }
+    defer { retry.cancel() }
+
+    for (attempt, wait) in [(1, 5), (2, 10)] {
+      try await asleep(clock, retry, on: executor, after: attempt)
+      let asked = clock.requestedSleeps.last
+      guard asked == .seconds(wait) else {
+        Issue.record(
+          """
+          attempt \(attempt) took 3 seconds on the clock and failed, and retrying(…) then \
+          waited \(asked.map { "\($0)" } ?? "nothing"), not \(wait) seconds: the wait before \
+          the next attempt is counted from the failure. A time to wake up fixed before the \
+          attempt (or from the first call) lets a slow attempt eat into the wait
+          """)
+        return
+      }
+      clock.advance(by: .seconds(wait))
+    }
+    let value = try await withDeadline(.seconds(2), "retrying(…)", hint: sleepHint) {
+      try await retry.value
+    }
+    #expect(value == "report")
   }
 }
