@@ -54,7 +54,7 @@ private func makePicker(
 /// | cancelled | nil, not a placeholder: `returnsNilWhenCancelled` | — | — |
 /// | the user walks away, the app presents again | the first caller nil, the second its pick, the picker shown for it (not refused): `presentingAgainAnswersBothCallers` | — | — |
 /// | pick, cancel, pick on one picker | each its own answer: `servesOnePickAfterAnother` | taken out when resumed: `servesOnePickAfterAnother` | — |
-/// | a pick made while the report answers the one before | nil when its sheet is replaced: `pickMadeWhileTheReportAnswers` (it starts inside the report's resume) | the report's take leaves it stored: `pickMadeWhileTheReportAnswers` | — |
+/// | a pick made while the report answers the one before | nil when its sheet is replaced: `pickMadeWhileTheReportAnswers` (it starts inside the report's resume) | the report's take leaves it stored: `pickMadeWhileTheReportAnswers`, and a cancel's: `pickMadeWhileTheCancelAnswers` | — |
 /// | the same answer reported twice | one resume: `answersOnceWhenReportedTwice` | — | — |
 /// | two reports at the same moment, on two threads | — the picker reports one at a time, on one queue: a read-and-clear split in two steps can only race under threads the tests do not control (see the report of the blind exam) | | |
 /// | the delegate freed, or cleared after a pick | — the caller waits, named at every deadline from the picker's `reportsWithNoDelegate` (`pickCause`) | | |
@@ -254,5 +254,13 @@ struct ImagePickerTests {
         image == beach, "pickImage() must return what the user picked, or nil if they cancelled")
       #expect(bothReported, "the picker's second report did not finish")
     }
+  }
+}
+
+extension ImagePickerTests {
+  @Test("A pick made while a cancel's report answers the last one is answered too")
+  func pickMadeWhileTheCancelAnswers() async throws {
+    try await checkPickMadeWhileTheReportAnswers(
+      makePicker, chosen: beach, cancelledFirst: true, pickHint: pickHint, againHint: againHint)
   }
 }

@@ -89,7 +89,7 @@ private func makePicker(
 /// | the delegate freed, or cleared after a pick | — the caller waits, named at every deadline from the picker's `reportsWithNoDelegate` (`pickCause`) | | |
 /// | a pick that does not present | — named at every deadline from the presentation count (`pickCause`) | | |
 /// | two picks at once while a third waits | the waiting one nil, the one shown last the contact, the other nil: `twoPicksAtOnceWhileOneWaits` (the third starts while the second is inside the resume of the waiting caller); two picks released together on two threads, round after round, both answered: `twoPicksAtTheSameInstant` | — | — |
-/// | a pick made while the report answers the one before | nil when its sheet is replaced: `pickMadeWhileTheReportAnswers` (it starts inside the report's resume) | the report's take leaves it stored: `pickMadeWhileTheReportAnswers` | — |
+/// | a pick made while the report answers the one before | nil when its sheet is replaced: `pickMadeWhileTheReportAnswers` (it starts inside the report's resume) | the report's take leaves it stored: `pickMadeWhileTheReportAnswers`, and a cancel's: `pickMadeWhileTheCancelAnswers` | — |
 /// | cancelled task while it waits | not promised (the user's answer, or nil at once), but answered once: the app cancelling it and picking again, the new pick gets its contact: `cancelledCallerAnsweredOnce` | a cancel ends only its own caller's wait, also when it lands as a new pick replaces that caller: `cancelledCallerAnsweredOnce` | — |
 /// | cancelled task before, after | — as "while it waits"; a task that has ended runs no cancellation handler | | |
 /// | present() left to a Task, after the caller is parked | — not a mistake: the answer goes to the caller stored when the sheet reports, whichever sheet is on screen; picks made at once on two threads may present in either order with the solution too (it presents outside the lock), and every caller is still answered once | | |
@@ -379,5 +379,13 @@ struct ContactPickerTests {
       pick's wait, the continuation stored by then. A cancel may end only its own caller's \
       wait, and only while that caller is still the one waiting
       """)
+  }
+}
+
+extension ContactPickerTests {
+  @Test("A pick made while a cancel's report answers the last one is answered too")
+  func pickMadeWhileTheCancelAnswers() async throws {
+    try await checkPickMadeWhileTheReportAnswers(
+      makePicker, chosen: ada, cancelledFirst: true, pickHint: selectHint, againHint: againHint)
   }
 }

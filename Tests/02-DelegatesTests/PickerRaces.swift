@@ -154,18 +154,21 @@ func checkTwoPicksAtTheSameInstant<Choice>(
   }
 }
 
-/// The first pick is answered `chosen`. While the report is inside its resume of that
-/// caller, a second pick starts and runs until it has shown the picker (a second at most);
+/// The first pick is answered `chosen` (or, with `cancelledFirst`, its sheet is cancelled).
+/// While the report is inside its resume of that caller, a second pick starts and runs until it has shown the picker (a second at most);
 /// the user walks away from it, and a third pick replaces it: the second caller must get
 /// nil. A report that resumes first and empties the slot in a later step wipes out whoever
 /// was stored in between.
 func checkPickMadeWhileTheReportAnswers<Choice>(
-  _ make: MakePicker<Choice>, chosen: Choice, pickHint: String, againHint: String,
-  sourceLocation: SourceLocation = #_sourceLocation
+  _ make: MakePicker<Choice>, chosen: Choice, cancelledFirst: Bool = false, pickHint: String,
+  againHint: String, sourceLocation: SourceLocation = #_sourceLocation
 ) async throws {
   // Reported a little later, once the first caller waits: a report made inside present()
   // finds the caller before it has suspended, and resumes it without a job to hold.
-  let picker = make([.choose(chosen), .walkAway, .cancel], .later(.milliseconds(100)))
+  let firstAnswer: PickerAnswer<Choice> = cancelledFirst ? .cancel : .choose(chosen)
+  let firstGets: Choice? = cancelledFirst ? nil : chosen
+  let report = cancelledFirst ? "the cancel's report" : "the report"
+  let picker = make([firstAnswer, .walkAway, .cancel], .later(.milliseconds(100)))
   let (controller, pick) = (picker.controller, picker.pick)
   let probe = ResumeProbeExecutor()
   let second = Locked<Task<Choice?, Never>?>(nil)
@@ -208,7 +211,7 @@ func checkPickMadeWhileTheReportAnswers<Choice>(
   let replaced = try await withDeadline(
     .seconds(2), "a \(picker.operation) made while the report answered the one before",
     likelyCause: {
-      "this pick was made while the report was answering the pick before it, and its "
+      "this pick was made while \(report) was answering the pick before it, and its "
         + "caller was never answered when a newer pick replaced its sheet: its continuation "
         + "was gone from the slot. The report resumed the caller it found and emptied the "
         + "slot in a later step, wiping out the continuation stored in between; the "
@@ -219,10 +222,10 @@ func checkPickMadeWhileTheReportAnswers<Choice>(
     await second.value?.value
   }
   #expect(
-    [first, replaced, third] == [chosen, nil, nil],
+    [first, replaced, third] == [firstGets, nil, nil],
     """
-    the first pick was answered \(chosen); the one made while that report ran was replaced \
-    and must get nil, as must the third, cancelled; they got \
-    \(listed([first, replaced, third]))
+    the first pick was \(cancelledFirst ? "cancelled" : "answered \(chosen)"); the one made \
+    while that report ran was replaced and must get nil, as must the third, cancelled; they \
+    got \(listed([first, replaced, third]))
     """, sourceLocation: sourceLocation)
 }

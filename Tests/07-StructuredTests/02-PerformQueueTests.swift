@@ -38,6 +38,7 @@ private func offQueueMessage(_ context: RecordContext) -> Comment {
 /// | a `perform` block busy for 2.5 s | — | — | no thread of the pool blocked while the actor waits its turn: `waitsWithoutBlocking` |
 /// | `assumeIsolated` in a `perform` block | — optional (the hints' `checkIsolated`): an actor that hops with `perform` in each method is right too | | |
 /// | failure, cancellation | — the methods neither throw nor wait on anything cancellable | | |
+/// | the app lets go of the store and its context | — | the store, its executor and the context's queue are released: `releasedWithTheStore` | — |
 /// | calls between `perform` blocks | each count and title list read from the context at that call, the blocks' notes included: `readsTheRecordsOnEveryCall` | — | — |
 /// | the same title added again | one more note every time, the count up by one: `addsTheSameTitleAgain` | — | — |
 /// | a job enqueued while a block and an earlier job wait on the queue | — | after every perform block submitted before it (a drain block gathering jobs or a queue of the executor's own targeting the context's lets it overtake): `laterJobsFollowEarlierBlocks` | — |
@@ -282,5 +283,33 @@ extension PerformQueueTests {
             + "or a queue of the executor's own already waiting on the queue overtakes the "
             + "perform blocks submitted before it"))
     }
+  }
+
+  @Test("A store and its context, once nothing uses them, are released with their queue")
+  func releasedWithTheStore() async throws {
+    weak var releasedStore: NoteStore?
+    weak var releasedQueue: DispatchQueue?
+    do {
+      let context = RecordContext()
+      let store = NoteStore(context: context)
+      _ = try await withDeadline(.seconds(2), "add(_:)", hint: hint) {
+        await store.add("milk")
+      }
+      releasedStore = store
+      releasedQueue = context.queue
+    }
+    let released = await eventually(within: .seconds(2)) {
+      releasedStore == nil && releasedQueue == nil
+    }
+    #expect(
+      released,
+      Comment(
+        rawValue: releasedStore != nil
+          ? "the store was still alive after the test let go of it: something outside it "
+            + "keeps it (a global list, a cache, a task that never ends)"
+          : "the store was released, but the context's queue was still alive after the "
+            + "test let go of the context too: something the store made outlives it (its "
+            + "executor, kept in a global list or a cache, holds the queue), so every store "
+            + "an app makes leaves its executor and queue behind"))
   }
 }
