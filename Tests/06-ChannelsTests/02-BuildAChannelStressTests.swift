@@ -70,8 +70,7 @@ extension BuildAChannelTests.OneAtATime {
       problems += refusals.value.prefix(2).map { "round \(round): \($0)" }
       if everything.sorted() != sent.sorted() {
         problems.append(
-          "round \(round): \(sent.count) sends returned, \(everything.count) elements received"
-            + ", and they differ")
+          "round \(round): \(sentAndReceived(sent, everything))")
       }
       for (consumer, elements) in received.enumerated() {
         for producer in 0..<producers
@@ -147,7 +146,7 @@ extension BuildAChannelTests.OneAtATime {
       let sent = delivered.value
       if received.sorted() != sent.sorted() {
         problems.append(
-          "round \(round): \(sent.count) sends returned, \(received.count) elements received")
+          "round \(round): \(sentAndReceived(sent, received))")
       }
       // Producers 0 and 2 are never cancelled, and the channel is closed after every
       // producer has stopped: all their elements get in.

@@ -33,6 +33,27 @@ private func drain(_ channel: Channel<Int>) async throws -> [Int] {
   return received
 }
 
+/// What differs between the elements whose send returned and those received, in words:
+/// an element received whose send threw, or one sent and never received.
+func sentAndReceived(_ sent: [Int], _ received: [Int]) -> String {
+  var unsent = received
+  for element in sent { if let index = unsent.firstIndex(of: element) { unsent.remove(at: index) } }
+  var lost = sent
+  for element in received { if let index = lost.firstIndex(of: element) { lost.remove(at: index) } }
+  var parts = ["\(sent.count) sends returned, \(received.count) elements received"]
+  if !unsent.isEmpty {
+    parts.append(
+      "\(unsent.count) element(s) received whose send threw (\(unsent.prefix(3).map(String.init).joined(separator: ", "))): a send that ends with an error must not have delivered its element"
+    )
+  }
+  if !lost.isEmpty {
+    parts.append(
+      "\(lost.count) element(s) whose send returned never received (\(lost.prefix(3).map(String.init).joined(separator: ", ")))"
+    )
+  }
+  return parts.joined(separator: "; ")
+}
+
 /// Sends `element` into a channel that has room for it, within the deadline.
 private func fill(_ channel: Channel<Int>, with element: Int) async throws {
   try await withDeadline(
@@ -741,7 +762,7 @@ struct BuildAChannelTests {
         let sent = delivered.value
         #expect(
           received.count == sent.count,
-          "round \(round): \(sent.count) sends returned, \(received.count) elements received")
+          "round \(round): \(sentAndReceived(sent, received))")
         #expect(
           received.sorted() == sent.sorted(),
           "round \(round): received elements differ from those whose send returned")

@@ -133,11 +133,23 @@ struct BufferKindsTests {
     let received = try await withDeadline(.seconds(2), "receive()", hint: "an element was kept") {
       try await channel.receive()
     }
-    #expect(received == 3, "a conflated channel keeps the newest element, not the oldest")
+    #expect(
+      received == 3,
+      Comment(
+        rawValue: received == 1
+          ? "a conflated channel keeps the newest element, not the oldest"
+          : "after sends of 1, 2 and 3, receive() got \(String(describing: received)): the "
+            + "channel held more than one element, and handed out one that a newer send had "
+            + "replaced; a conflated channel holds one element at most, the newest"))
 
     // Nothing older is left behind the newest.
     let next = Started { try await channel.receive() }
-    try await expectStillWaiting(next, "receive() found an out-of-date element")
+    try await expectStillWaiting(
+      next,
+      Comment(
+        rawValue: "receive() found an out-of-date element after the newest one: a conflated "
+          + "channel holds one element at most, the newest, and each send replaces the one "
+          + "it holds"))
     try send(4, to: channel)
     #expect(try await next.value("receive()", hint: handOffHint) == 4)
   }

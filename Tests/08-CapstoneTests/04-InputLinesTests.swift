@@ -268,7 +268,18 @@ struct InputLinesTests {
             ", the first wrong one \(received[$0].debugDescription) where "
               + "\(expected[$0].debugDescription) was written"
           } ?? "")
-          + ": every line, whole, in the order written"))
+          + ": every line, whole, in the order written"
+          + (received.count < expected.count && !received.isEmpty
+            && expected.suffix(received.count).elementsEqual(received)
+            ? ". The lines it gave are the last \(received.count) written, in order: the oldest "
+              + "were dropped while the loop had not read them yet, as a stream that keeps "
+              + "only the newest (bufferingNewest) does"
+            : received.count < expected.count && !received.isEmpty
+              && expected.prefix(received.count).elementsEqual(received)
+              ? ". The lines it gave are the first \(received.count) written: the later ones "
+                + "were dropped while the loop had not read the earlier ones yet, as a stream "
+                + "that keeps only the oldest (bufferingOldest) does, or the stream ended early"
+              : "")))
   }
 
   @Test("Reading stops at end of input")
