@@ -16,7 +16,8 @@ private func offQueueMessage(_ context: RecordContext) -> Comment {
     return """
       the records were touched \(all) time(s) off the context's queue, \(all - reads) of them \
       inserts: the actor needs a custom executor that runs its jobs on context.queue \
-      (unownedExecutor)
+      (unownedExecutor), the queue of this store's own context (an executor shared between \
+      stores, or kept from another context, runs them on that context's queue)
       """
   }
   return """
