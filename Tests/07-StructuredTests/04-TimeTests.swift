@@ -84,8 +84,19 @@ private func asleep(
     case .success(let value): outcome = "returned \(value)"
     case .failure(let error): outcome = "threw \(error)"
     }
+    // A wait asked for that was over before it began: a wake-up time counted from a
+    // schedule fixed at the first call, not from the failure.
+    let last = clock.requestedSleeps.last
+    let skipped =
+      (last.map { $0 <= .zero } ?? false)
+      ? ": the last wait it asked for was \(last!), already over, because its wake-up time "
+        + "was counted from a schedule fixed at the first call, not from the failure; the "
+        + "time the test let pass before the failure made the wait over before it began"
+      : ""
     Issue.record(
-      "retrying(…) \(outcome) after attempt \(attempt), instead of waiting on the clock",
+      Comment(
+        rawValue: "retrying(…) \(outcome) after attempt \(attempt), instead of waiting on the "
+          + "clock\(skipped)"),
       sourceLocation: sourceLocation)
   } else if (executor.currentJobAge ?? .zero) >= .milliseconds(500) {
     Issue.record(
