@@ -382,8 +382,13 @@ struct BuildAChannelTests {
 
       // The element sent next must reach the next receiver, not the cancelled one.
       let receiving = Started { try await channel.receive() }
-      try await withDeadline(.seconds(2), "send(_:) after a receiver was cancelled", hint: sendHint)
-      {
+      try await withDeadline(
+        .seconds(2), "send(_:) after a receiver was cancelled",
+        hint: sendHint
+          + "; here a receiver that waits came after a cancelled one: did the cancel leave an "
+          + "empty place in the line of waiting receivers, which send then took for nobody "
+          + "waiting?"
+      ) {
         try await channel.send(7)
       }
       #expect(
