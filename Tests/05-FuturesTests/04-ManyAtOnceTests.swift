@@ -243,7 +243,9 @@ struct ManyAtOnceTests {
       Baixa failed: once one rate has failed, the others are of no use. A task group that \
       is left by a thrown error cancels its children, and that reaches a request only if the \
       child waits on it itself (not in a Task.detached or a Task of its own, which no \
-      cancellation reaches)
+      cancellation reaches). Children awaited in a fixed order (async let pairs, `try await \
+      left + right`) do not see a later child's failure until the earlier ones are done, so \
+      nothing is cancelled meanwhile
       """)
     #expect(
       log.running.isEmpty,

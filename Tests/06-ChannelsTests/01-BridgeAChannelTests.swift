@@ -109,8 +109,10 @@ private func lossComment(_ received: [Int], of expected: [Int]) -> Comment {
       rawValue: "the loop got the first \(received.count) of \(expected.count) elements, and "
         + "then the stream ended: the end came before elements the channel still held or "
         + "had handed over. An end, or elements, passed on through a task of its own (Task { "
-        + "finish() }) run in any order, so the end can overtake them; and a loop that stops "
-        + "once the channel says it is closed leaves what is still buffered in it")
+        + "finish() }) run in any order, so the end can overtake them; a loop that stops "
+        + "once the channel says it is closed leaves what is still buffered in it; and an "
+        + "end passed on from the channel's own close callback (whenComplete) can run before "
+        + "the callback that hands over the last element")
   }
   if inOrder, received.count < expected.count {
     let missing = expected.filter { !received.contains($0) }
