@@ -49,7 +49,8 @@ struct CancellationTests {
   static let lostCancel =
     "the cancel never reached the DownloadTask (this downloader only stops when cancelled); "
     + "onCancel must cancel it, and a cancel that comes before the DownloadTask is stored "
-    + "must not be lost"
+    + "must not be lost; nor may the DownloadTask be gone by then (held weakly, it is freed "
+    + "once start returns, and the cancel finds nothing)"
 
   static let throwsCancellationError =
     "a cancelled download must throw CancellationError (the downloader's .cancelled reply "
