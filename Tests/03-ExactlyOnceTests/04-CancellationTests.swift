@@ -50,7 +50,7 @@ struct CancellationTests {
     "the cancel never reached the DownloadTask (this downloader only stops when cancelled); "
     + "onCancel must cancel it, and a cancel that comes before the DownloadTask is stored "
     + "must not be lost; nor may the DownloadTask be gone by then (held weakly, it is freed "
-    + "once start returns, and the cancel finds nothing)"
+    + "once download(…) returns, and the cancel finds nothing)"
 
   static let throwsCancellationError =
     "a cancelled download must throw CancellationError (the downloader's .cancelled reply "
