@@ -190,7 +190,8 @@ struct ContactPickerTests {
       "pickContact() did not present the picker")
     // ...until the app presents the picker again, which replaces that sheet.
     let second = try await withDeadline(
-      .seconds(2), "a second pickContact(), while the first still waited,", hint: secondHint
+      .seconds(2), "a second pickContact(), while the first still waited,",
+      likelyCause: pickCause(controller, presented: 1, secondHint)
     ) {
       await picker.pickContact()
     }

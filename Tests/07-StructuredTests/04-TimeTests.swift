@@ -88,11 +88,15 @@ private func asleep(
     // schedule fixed at the first call, not from the failure.
     let last = clock.requestedSleeps.last
     let skipped =
-      (last.map { $0 <= .zero } ?? false)
-      ? ": the last wait it asked for was \(last!), already over, because its wake-up time "
-        + "was counted from a schedule fixed at the first call, not from the failure; the "
-        + "time the test let pass before the failure made the wait over before it began"
-      : ""
+      last == .zero
+      ? ": the last wait it asked for was 0 seconds, so the delay it computed came out as "
+        + "nothing (a delay rounded to whole seconds, or built from part of the Duration, "
+        + "loses a firstDelay under a second)"
+      : (last.map { $0 < .zero } ?? false)
+        ? ": the last wait it asked for was \(last!), already over, because its wake-up time "
+          + "was counted from a schedule fixed at the first call, not from the failure; the "
+          + "time the test let pass before the failure made the wait over before it began"
+        : ""
     Issue.record(
       Comment(
         rawValue: "retrying(…) \(outcome) after attempt \(attempt), instead of waiting on the "
