@@ -36,20 +36,25 @@ private func drain(_ channel: Channel<Int>) async throws -> [Int] {
 /// What differs between the elements whose send returned and those received, in words:
 /// an element received whose send threw, or one sent and never received.
 func sentAndReceived(_ sent: [Int], _ received: [Int]) -> String {
-  var unsent = received
-  for element in sent { if let index = unsent.firstIndex(of: element) { unsent.remove(at: index) } }
-  var lost = sent
-  for element in received { if let index = lost.firstIndex(of: element) { lost.remove(at: index) } }
+  /// The elements of `these` left once each of `those` has taken away one equal to it.
+  func leftOver(_ these: [Int], without those: [Int]) -> [Int] {
+    var left = these
+    for element in those { left.firstIndex(of: element).map { _ = left.remove(at: $0) } }
+    return left
+  }
+  func few(_ elements: [Int]) -> String {
+    elements.prefix(3).map(String.init).joined(separator: ", ")
+  }
+  let unsent = leftOver(received, without: sent)
+  let lost = leftOver(sent, without: received)
   var parts = ["\(sent.count) sends returned, \(received.count) elements received"]
   if !unsent.isEmpty {
     parts.append(
-      "\(unsent.count) element(s) received whose send threw (\(unsent.prefix(3).map(String.init).joined(separator: ", "))): a send that ends with an error must not have delivered its element"
-    )
+      "\(unsent.count) element(s) received whose send threw (\(few(unsent))): a send that ends "
+        + "with an error must not have delivered its element")
   }
   if !lost.isEmpty {
-    parts.append(
-      "\(lost.count) element(s) whose send returned never received (\(lost.prefix(3).map(String.init).joined(separator: ", ")))"
-    )
+    parts.append("\(lost.count) element(s) whose send returned never received (\(few(lost)))")
   }
   return parts.joined(separator: "; ")
 }
