@@ -631,6 +631,7 @@ struct InboxTests {
     }
     defer { firstScreen.cancel() }
     #expect(await eventually { heardFirst.value }, "the first listener should get the count")
+    await holdingTheNextPoll(of: server, answering: "3")
     let second = try await first(
       1, of: client.unreadCounts(every: .milliseconds(20)),
       "the first count of a second listener",
@@ -901,13 +902,19 @@ struct InboxTests {
     let firstScreen = listen(0)
     defer { firstScreen.cancel() }
     #expect(await eventually { seen.value[0] == [3] }, "the first listener should get the count")
+    await holdingTheNextPoll(of: server, answering: "3")
     let secondScreen = listen(1)
     defer { secondScreen.cancel() }
     #expect(await eventually { seen.value[1] == [3] }, "the second listener should get the count")
     server.route("/unread", .ok("7"))
-    _ = await eventually {
+    _ = await eventually(within: .seconds(5)) {
       (0..<2).allSatisfy { seen.value[$0].last == 7 || ended.value[$0] != nil }
     }
+    // The screens leave (the defers) while their streams wait on requests that never end,
+    // for the same reason.
+    let polled = server.requests.count
+    server.route("/unread", .hang)
+    _ = await eventually { server.requests.count >= polled + 2 }
     for (screen, other) in [(0, "second"), (1, "first")] {
       if let how = ended.value[screen] {
         Issue.record(
@@ -983,6 +990,18 @@ private func soon(within limit: Duration = .seconds(2), _ condition: () -> Bool)
   return true
 }
 
+/// Routes the client's next poll to an answer (`body`) that comes half a second late, and
+/// returns once that poll is on its way: a second stream started now comes while the first
+/// stream's poll waits, never as its answer arrives. A client that (wrongly) cancels the
+/// first stream's polling then does so safely: FoundationNetworking does not always survive
+/// a cancel that meets a request as it completes (the cancel waits on the session's queue,
+/// the completion on the cancel, or the process stops).
+private func holdingTheNextPoll(of server: HTTPTestServer, answering body: String) async {
+  let sent = server.requests.count
+  server.route("/unread", [.slowHeaders(.milliseconds(500), body), .ok(body)])
+  _ = await soon { server.requests.count > sent }
+}
+
 extension InboxTests {
   /// The tests that need all of the pool's threads (they turn the pool check off), one at a
   /// time: each would take the threads the other needs.
@@ -1055,15 +1074,8 @@ extension InboxTests {
       let parties = Locked<[Int: pthread_t]>([:])
       let executors = [HookedExecutor(), HookedExecutor()]
       let received = Locked<[[Int]]>([[], []])
-      await withoutPoolCheck {
-        let listeners = (0..<2).map { party in
-          Task(executorPreference: executors[party]) {
-            for try await count in client.unreadCounts(every: .milliseconds(1)) {
-              received.withLock { $0[party].append(count) }
-            }
-          }
-        }
-        defer { for listener in listeners { listener.cancel() } }
+
+      func playRounds() async {
         guard await soon({ received.value == [[100], [100]] }) else {
           // A listener that never hears the first count is another test's business.
           return
@@ -1089,7 +1101,9 @@ extension InboxTests {
           // The round is over once both streams have gone on from their yield, both listeners
           // have the count, and it is posted (a second post, late, is still seen: every round
           // looks at all the posts so far).
-          let done = await soon(within: .milliseconds(500)) {
+          // (The first round waits longer: the first stream's poll that the second stream
+          // met is answered only half a second late.)
+          let done = await soon(within: round == 1 ? .seconds(2) : .milliseconds(500)) {
             rendezvous.isOver && received.value.allSatisfy { $0.last == count }
               && posts.value.contains { $0.count == count }
           }
@@ -1117,11 +1131,30 @@ extension InboxTests {
           guard byParty, let second = threads[1] else { continue }
           rendezvous.learn(secondCameFirst: pthread_equal(first.thread, second) != 0)
         }
-        // The listeners leave while their streams wait on requests that never end (never as a
-        // request completes, which FoundationNetworking does not always survive).
+      }
+
+      await withoutPoolCheck {
+        func listen(_ party: Int) -> Task<Void, any Error> {
+          Task(executorPreference: executors[party]) {
+            for try await count in client.unreadCounts(every: .milliseconds(1)) {
+              received.withLock { $0[party].append(count) }
+            }
+          }
+        }
+        var listeners = [listen(0)]
+        if await soon({ received.value[0] == [100] }) {
+          await holdingTheNextPoll(of: server, answering: "100")
+          listeners.append(listen(1))
+          await playRounds()
+        }
+        // The listeners leave while their streams wait on requests that never end, on every
+        // way out of the rounds: FoundationNetworking does not always survive a cancel that
+        // meets a request as it completes (the cancel waits on the session's queue while the
+        // completion waits on the cancel).
         let sent = server.requests.count
         server.route("/unread", .hang)
-        _ = await soon { server.requests.count >= sent + 2 }
+        _ = await soon { server.requests.count >= sent + listeners.count }
+        for listener in listeners { listener.cancel() }
       }
     }
   }
