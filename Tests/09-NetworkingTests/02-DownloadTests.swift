@@ -148,6 +148,7 @@ struct DownloadTests {
     let server = try startedServer(["/file": .ok("report")])
     defer { server.stop() }
     let configuration = URLSessionConfiguration.ephemeral
+    configuration.urlCache = nil
     configuration.httpAdditionalHeaders = ["X-Workbook-Caller": "9.2"]
 
     _ = try await collect(

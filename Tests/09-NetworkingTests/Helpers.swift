@@ -18,10 +18,21 @@ func startedServer(_ routes: [String: HTTPTestResponse] = [:]) throws -> HTTPTes
 func makeSession(
   delegate: (any URLSessionDelegate)? = nil, connectionsPerHost: Int? = nil
 ) -> URLSession {
-  let configuration = URLSessionConfiguration.ephemeral
-  configuration.timeoutIntervalForRequest = 10
+  let configuration = testConfiguration()
   if let connectionsPerHost { configuration.httpMaximumConnectionsPerHost = connectionsPerHost }
   return URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+}
+
+/// An ephemeral configuration without a cache: FoundationNetworking looks a request up in
+/// the cache on a queue of its own, and a task cancelled meanwhile (just after `resume()`)
+/// now and then stops the process ("Trying to access a behaviour for a task that in not in
+/// the registry"); without a cache, a cancel at any moment is safe. The tests' requests are
+/// never cached anyway.
+func testConfiguration() -> URLSessionConfiguration {
+  let configuration = URLSessionConfiguration.ephemeral
+  configuration.urlCache = nil
+  configuration.timeoutIntervalForRequest = 10
+  return configuration
 }
 
 /// `count` bytes of a recognisable pattern.

@@ -34,8 +34,7 @@ final class ScriptedSession: URLSession, @unchecked Sendable {
 
   /// An ephemeral session like ``makeSession(delegate:)``'s.
   convenience init() {
-    let configuration = URLSessionConfiguration.ephemeral
-    configuration.timeoutIntervalForRequest = 10
+    let configuration = testConfiguration()
     self.init(configuration: configuration, delegate: nil, delegateQueue: nil)
   }
 

@@ -25,8 +25,7 @@ final class SessionWitness: URLProtocol {
 
   /// An ephemeral configuration whose requests load through ``SessionWitness``.
   static func configuration() -> URLSessionConfiguration {
-    let configuration = URLSessionConfiguration.ephemeral
-    configuration.timeoutIntervalForRequest = 10
+    let configuration = testConfiguration()
     configuration.protocolClasses = [SessionWitness.self] + (configuration.protocolClasses ?? [])
     return configuration
   }
