@@ -162,19 +162,6 @@ private struct Rig {
   }
 }
 
-/// True once `condition` holds, within `limit` (of time the tests could run, as
-/// `eventually` counts it): looks every 100 microseconds for the first 20 milliseconds, so
-/// that a stress test's rounds do not each wait out a longer slice.
-private func soon(within limit: Duration = .seconds(2), _ condition: () -> Bool) async -> Bool {
-  let clock = ContinuousClock()
-  let quick = clock.now + .milliseconds(20)
-  while !condition() {
-    guard clock.now < quick else { return await eventually(within: limit, condition) }
-    try? await Task.sleep(for: .microseconds(100))
-  }
-  return true
-}
-
 /// Ends a test whose queue waits in real time (see `Rig.letSend(_:sourceLocation:)`).
 private struct WaitsInRealTime: Error {}
 

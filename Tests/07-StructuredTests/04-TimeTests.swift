@@ -12,13 +12,19 @@ private let sleepHint =
   + "Task.sleep(for: delay, clock: clock), not on another clock"
 
 /// An operation that fails `failures` times, then returns "report", counting its calls.
-private func flaky(failures: Int, calls: Locked<Int>) -> @Sendable () async throws -> String {
+/// Each call first runs `each` (an attempt that takes time on a manual clock moves it on
+/// there); a failed one throws `failure(attempt)`.
+private func flaky(
+  failures: Int, calls: Locked<Int>, each: @escaping @Sendable () -> Void = {},
+  failure: @escaping @Sendable (Int) -> any Error = { Outage(attempt: $0) }
+) -> @Sendable () async throws -> String {
   {
     let attempt = calls.withLock { calls in
       calls += 1
       return calls
     }
-    if attempt <= failures { throw Outage(attempt: attempt) }
+    each()
+    if attempt <= failures { throw failure(attempt) }
     return "report"
   }
 }
@@ -412,15 +418,10 @@ struct InjectedClockTests {
     let calls = Locked(0)
     let executor = OneThreadExecutor()
     let retry = Task(executorPreference: executor) {
-      try await retrying(attempts: 3, firstDelay: .seconds(1), clock: clock) {
-        let attempt = calls.withLock { calls in
-          calls += 1
-          return calls
-        }
-        // Something inside the operation was cancelled; the retry's own task was not.
-        if attempt == 1 { throw CancellationError() }
-        return "report"
-      }
+      // Something inside the operation was cancelled; the retry's own task was not.
+      try await retrying(
+        attempts: 3, firstDelay: .seconds(1), clock: clock,
+        flaky(failures: 1, calls: calls, failure: { _ in CancellationError() }))
     }
     defer { retry.cancel() }
     let ended = Locked<Result<String, any Error>?>(nil)
@@ -492,15 +493,9 @@ struct InjectedClockTests {
     // Each attempt takes 3 seconds on the clock (it moves the clock on itself) and fails,
     // until the third.
     let retry = Task(executorPreference: executor) {
-      try await retrying(attempts: 3, firstDelay: .seconds(5), clock: clock) {
-        let attempt = calls.withLock { calls in
-          calls += 1
-          return calls
-        }
-        clock.advance(by: .seconds(3))
-        if attempt < 3 { throw Outage(attempt: attempt) }
-        return "report"
-      }
+      try await retrying(
+        attempts: 3, firstDelay: .seconds(5), clock: clock,
+        flaky(failures: 2, calls: calls, each: { clock.advance(by: .seconds(3)) }))
     }
     defer { retry.cancel() }
 

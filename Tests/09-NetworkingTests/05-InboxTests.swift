@@ -981,18 +981,6 @@ private func waitForTheNextPost(_ next: DispatchSemaphore, polls: () -> Int) {
   }
 }
 
-/// Waits, checking every 100 µs, until `condition` holds or `limit` has passed; says whether
-/// it held. For the rounds of a race, where `eventually`'s 5 ms would add up.
-private func soon(within limit: Duration = .seconds(2), _ condition: () -> Bool) async -> Bool {
-  let clock = ContinuousClock()
-  let end = clock.now + limit
-  while !condition() {
-    guard clock.now < end else { return false }
-    try? await Task.sleep(for: .microseconds(100))
-  }
-  return true
-}
-
 /// Routes the client's next poll to an answer (`body`) that comes half a second late, and
 /// returns once that poll is on its way: a second stream started now comes while the first
 /// stream's poll waits, never as its answer arrives. A client that (wrongly) cancels the
