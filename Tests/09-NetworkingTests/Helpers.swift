@@ -26,8 +26,9 @@ func makeSession(
 /// An ephemeral configuration without a cache: FoundationNetworking looks a request up in
 /// the cache on a queue of its own, and a task cancelled meanwhile (just after `resume()`)
 /// now and then stops the process ("Trying to access a behaviour for a task that in not in
-/// the registry"); without a cache, a cancel at any moment is safe. The tests' requests are
-/// never cached anyway.
+/// the registry"); without a cache, a cancel just after `resume()` is safe. (A cancel that
+/// meets a request as it completes is another hazard: the tests cancel while a request
+/// hangs, see `holdingTheNextPoll`.) The tests' requests are never cached anyway.
 func testConfiguration() -> URLSessionConfiguration {
   let configuration = URLSessionConfiguration.ephemeral
   configuration.urlCache = nil
