@@ -640,9 +640,7 @@ struct InboxTests {
     #expect(second == [3], "a second listener's first value is the current count")
     // The first screen leaves while its stream waits on a request that never ends (never
     // as a request completes, which FoundationNetworking does not always survive).
-    let sent = server.requests.count
-    server.route("/unread", .hang)
-    _ = await eventually { server.requests.count > sent }
+    await hangingThePolls(of: server, streams: 1)
     firstScreen.cancel()
     _ = await firstScreen.result
     server.route("/unread", .ok("3"))
@@ -913,11 +911,8 @@ struct InboxTests {
     _ = await eventually(within: .seconds(5)) {
       (0..<2).allSatisfy { seen.value[$0].last == 7 || ended.value[$0] != nil }
     }
-    // The screens leave (the defers) while their streams wait on requests that never end,
-    // for the same reason.
-    let polled = server.requests.count
-    server.route("/unread", .hang)
-    _ = await eventually { server.requests.count >= polled + 2 }
+    // The screens leave (the defers) while their streams wait on requests that never end.
+    await hangingThePolls(of: server, streams: 2)
     for (screen, other) in [(0, "second"), (1, "first")] {
       if let how = ended.value[screen] {
         Issue.record(
@@ -991,6 +986,16 @@ private func holdingTheNextPoll(of server: HTTPTestServer, answering body: Strin
   let sent = server.requests.count
   server.route("/unread", [.slowHeaders(.milliseconds(500), body), .ok(body)])
   _ = await soon { server.requests.count > sent }
+}
+
+/// Routes every poll from now on to an answer that never comes, and returns once `streams`
+/// polls wait on it (or after 2 s): a listener that leaves now cancels a request that
+/// waits, never one that completes, which FoundationNetworking does not always survive (the
+/// cancel waits on the session's queue while the completion waits on the cancel).
+private func hangingThePolls(of server: HTTPTestServer, streams: Int) async {
+  let sent = server.requests.count
+  server.route("/unread", .hang)
+  _ = await soon { server.requests.count >= sent + streams }
 }
 
 extension InboxTests {
@@ -1139,12 +1144,8 @@ extension InboxTests {
           await playRounds()
         }
         // The listeners leave while their streams wait on requests that never end, on every
-        // way out of the rounds: FoundationNetworking does not always survive a cancel that
-        // meets a request as it completes (the cancel waits on the session's queue while the
-        // completion waits on the cancel).
-        let sent = server.requests.count
-        server.route("/unread", .hang)
-        _ = await soon { server.requests.count >= sent + listeners.count }
+        // way out of the rounds.
+        await hangingThePolls(of: server, streams: listeners.count)
         for listener in listeners { listener.cancel() }
       }
     }
