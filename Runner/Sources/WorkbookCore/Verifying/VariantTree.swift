@@ -17,6 +17,9 @@ import Synchronization
 public final class VariantTree: Sendable {
   /// The folder under the root that holds the mistakes' tree and its build.
   public static let folder = ".build-variants"
+  /// The second tree of `workbook mistakes`, which builds the next round while the first
+  /// one's suites run (see ``MistakeChecker``).
+  public static let secondFolder = folder + "/second"
   /// What the mistakes' tree copies from the root.
   public static let copied = ["Package.swift", "Support", "Tests", "Solutions"]
 

@@ -73,11 +73,18 @@ public struct VariantOutcome: Sendable, Equatable {
 ///
 /// The variants are applied to a copy of the package (``VariantTree``), in rounds per
 /// chapter: at most one variant per exercise in a round, one build of the chapter, the
-/// round's exercises graded each in its own process (`jobs` at once), then the solutions
-/// restored. A mistake expected not to compile gets a round of its own. When a round's
-/// build fails, its variants are graded one by one; a variant whose result in a round of
-/// several does not match is run again alone, and that result is the one reported
-/// (exercises of a chapter can use each other's code).
+/// round's exercises graded each in its own process (`jobs` at once, across rounds), then
+/// the solutions restored. A mistake expected not to compile gets a round of its own.
+///
+/// With `jobs` above 1 there are two trees, used by turns: the next round builds in one
+/// while the last round's suites run in the other, and a round's processes start as the
+/// last round's end. Most suites spend their time waiting for a deadline, so this about
+/// halves a chapter's time; a tree is rebuilt only once its round's suites have ended.
+///
+/// When a round's build fails, its variants are graded one by one. A variant whose result
+/// does not match, in a round of several (exercises of a chapter can use each other's
+/// code) or while another build or round ran beside it, is run again alone, with nothing
+/// else running, and that result is the one reported.
 public struct MistakeChecker: Sendable {
   public var root: URL
   public var timeout: Double
@@ -132,17 +139,21 @@ public struct MistakeChecker: Sendable {
       entry.exercises.contains { !variants(of: $0).isEmpty }
     }
     guard !withVariants.isEmpty else { return (0, 0) }
-    let tree = VariantTree(root: root)
+    let trees =
+      [VariantTree(root: root)]
+      + (jobs > 1 ? [VariantTree(root: root, folder: VariantTree.secondFolder)] : [])
     status.show("mistakes: copying the package into \(VariantTree.folder)…")
-    try tree.sync()
-    let cleanup = InterruptCleanup.add { tree.restore(closing: true) }
+    for tree in trees { try tree.sync() }
+    let cleanup = InterruptCleanup.add {
+      for tree in trees { tree.restore(closing: true) }
+    }
     defer {
-      tree.restore()
+      for tree in trees { tree.restore() }
       InterruptCleanup.remove(cleanup)
       status.clear()
     }
     for (chapter, exercises) in withVariants {
-      let results = try check(chapter, exercises, tree: tree)
+      let results = try check(chapter, exercises, trees: trees)
       status.clear()
       for result in results {
         if result.passed { passed += 1 } else { failed += 1 }
@@ -154,7 +165,7 @@ public struct MistakeChecker: Sendable {
 
   /// One chapter's variants, in rounds; the checks in workbook order.
   func check(
-    _ chapter: Chapter, _ exercises: [Exercise], tree: VariantTree
+    _ chapter: Chapter, _ exercises: [Exercise], trees: [VariantTree]
   ) throws(WorkbookError) -> [CheckResult] {
     var results: [String: CheckResult] = [:]
     var queues: [[Prepared]] = []
@@ -174,37 +185,93 @@ public struct MistakeChecker: Sendable {
             "\(variant.label): \(problem.headline)", problem.lines)
         }
       }
-      queues.append(queue)
+      // Declarations changed first: the rounds after them build without compiling the tests.
+      let solution =
+        (try? String(
+          contentsOf: root.appendingPathComponent(chapter.solutionPath(exercise)), encoding: .utf8))
+        .map(DeclarationOutline.init)
+      let keepsDeclarations = queue.map {
+        DeclarationOutline(String(decoding: $0.content, as: UTF8.self)) == solution
+      }
+      queues.append(
+        zip(queue, keepsDeclarations).filter { !$1 }.map(\.0)
+          + zip(queue, keepsDeclarations).filter { $1 }.map(\.0))
     }
     let longest = queues.map(\.count).max() ?? 0
     let rounds =
-      (0..<longest).map { index in queues.compactMap { index < $0.count ? $0[index] : nil } }
-      + ownRounds
+      ((0..<longest).map { index in queues.compactMap { index < $0.count ? $0[index] : nil } }
+      + ownRounds).filter { !$0.isEmpty }
 
-    var again: [Prepared] = []
-    for (index, round) in rounds.enumerated() where !round.isEmpty {
-      let title = "chapter \(chapter.number), round \(index + 1) of \(rounds.count)"
-      let outcomes = try runRound(round, chapter, tree: tree, title: title)
+    /// The variants to run again alone, with what they were graded first (`nil`: their
+    /// round's build failed).
+    var again: [(prepared: Prepared, first: CheckResult?)] = []
+    /// A round's results, or its variants queued to run again alone: all of them when its
+    /// build failed (`nil`), a mismatch when it may owe to what ran beside it.
+    func settle(_ round: [Prepared], _ outcomes: [String: [VariantOutcome]]?, shared: Bool) {
       for prepared in round {
         guard let runs = outcomes?[prepared.variant.label] else {
-          again.append(prepared)  // the round's build failed: each alone
+          again.append((prepared, nil))
           continue
         }
         let result = Self.judge(prepared.variant, runs, timeout: timeout)
-        if !result.passed, round.count > 1 {
-          again.append(prepared)
+        if !result.passed, shared || round.count > 1 {
+          again.append((prepared, result))
         } else {
           results[prepared.variant.label] = result
         }
       }
     }
-    for (index, prepared) in again.enumerated() {
-      let title =
-        "chapter \(chapter.number), alone \(index + 1) of \(again.count): \(prepared.variant.label)"
+    func settle(_ grading: RoundGrading) throws(WorkbookError) {
+      let outcomes = try grading.finish()
+      settle(grading.round, outcomes, shared: grading.overlapped)
+    }
+
+    let slots = DispatchSemaphore(value: jobs)
+    var running: [RoundGrading?] = Array(repeating: nil, count: trees.count)
+    do throws(WorkbookError) {
+      for (index, round) in rounds.enumerated() {
+        let turn = index % trees.count
+        if let earlier = running[turn] {
+          running[turn] = nil
+          try settle(earlier)
+        }
+        let others = running.compactMap { $0 }
+        let title = "chapter \(chapter.number), round \(index + 1) of \(rounds.count)"
+        let beside = others.isEmpty ? "" : " (round \(index) is grading)"
+        for other in others { other.markOverlapped() }
+        switch try buildRound(round, chapter, tree: trees[turn], title: title, beside: beside) {
+        case .graded(let outcomes):
+          settle(round, outcomes, shared: false)
+        case .built(let product, let grader, let request):
+          let grading = RoundGrading(round: round, tree: trees[turn], overlapped: !others.isEmpty)
+          grading.start(
+            chapter, product: product, grader: grader, request: request, repeats: repeats,
+            slots: slots)
+          running[turn] = grading
+        }
+      }
+      for case let grading? in running {
+        try settle(grading)
+      }
+    } catch {
+      // No process outlives the run: wait for the suites still running (an interrupt has
+      // stopped them already).
+      for case let grading? in running { _ = try? grading.finish() }
+      throw error
+    }
+
+    for (index, (prepared, first)) in again.enumerated() {
+      let label = prepared.variant.label
+      let title = "chapter \(chapter.number), alone \(index + 1) of \(again.count): \(label)"
       let runs =
-        try runRound([prepared], chapter, tree: tree, title: title)?[prepared.variant.label]
+        try runRound([prepared], chapter, tree: trees[0], title: title, slots: slots)?[label]
         ?? [VariantOutcome(grade: Grade(.failed, ["not graded"]))]
-      results[prepared.variant.label] = Self.judge(prepared.variant, runs, timeout: timeout)
+      var result = Self.judge(prepared.variant, runs, timeout: timeout)
+      // Said, so that a verdict that depends on the machine's load shows in the log.
+      if result.passed, let first {
+        result.name += " (alone; beside other work: \(first.name.dropFirst(label.count + 2)))"
+      }
+      results[label] = result
     }
     return exercises.flatMap(variants(of:)).compactMap { results[$0.label] }
   }
@@ -242,13 +309,21 @@ public struct MistakeChecker: Sendable {
     return .success(Prepared(variant: variant, exercise: exercise, path: path, content: content))
   }
 
-  /// Applies the round's variants, builds the chapter once, grades each variant's exercise
-  /// in its own process, and restores the solutions. `nil` when the build failed and the
-  /// round has more than one variant (they are then run one by one).
-  func runRound(
-    _ round: [Prepared], _ chapter: Chapter, tree: VariantTree, title: String
-  ) throws(WorkbookError) -> [String: [VariantOutcome]]? {
-    defer { tree.restore() }
+  /// What building a round gave: a product whose suites are to run, or the round's
+  /// outcomes already (the build failed: `nil`, or its one variant's "does not compile").
+  enum BuiltRound {
+    case built(product: URL, grader: Grader, request: BuildRequest)
+    case graded([String: [VariantOutcome]]?)
+  }
+
+  /// Applies the round's variants to `tree` and builds the chapter once. When the build
+  /// failed, the tree is restored.
+  func buildRound(
+    _ round: [Prepared], _ chapter: Chapter, tree: VariantTree, title: String,
+    beside: String = ""
+  ) throws(WorkbookError) -> BuiltRound {
+    var built = false
+    defer { if !built { tree.restore() } }
     for prepared in round { try tree.write(prepared.path, prepared.content) }
     let status = self.status
     var options = GraderOptions(
@@ -256,51 +331,41 @@ public struct MistakeChecker: Sendable {
       jobs: jobs, longTests: true)
     options.noteRules = noteRules
     let grader = Grader(options: options, status: StatusLine(enabled: false))
-    status.show("mistakes: \(title): building…")
-    let build = try BuildStep.run(grader.request(chapter: chapter.number)) { step in
-      status.show("mistakes: \(title): building… [\(step)]")
+    status.show("mistakes: \(title): building…\(beside)")
+    let request = grader.request(chapter: chapter.number)
+    let build = try BuildStep.run(request) { step in
+      status.show("mistakes: \(title): building… [\(step)]\(beside)")
     }
     if ChildProcess.interrupted { throw .interrupted }
     guard build.succeeded, let product = build.testProduct else {
-      guard round.count == 1, let only = round.first else { return nil }
+      guard round.count == 1, let only = round.first else { return .graded(nil) }
       let report = CompileFailure.readOnce(
         chapter: chapter, exercises: [only.exercise], build: build, root: tree.tree,
         source: .solutions)
       let details = (report.exercises.first?.details ?? []) + report.notes
-      return [only.variant.label: [VariantOutcome(grade: Grade(.doesNotCompile, details))]]
+      return .graded([only.variant.label: [VariantOutcome(grade: Grade(.doesNotCompile, details))]])
     }
     status.show("mistakes: \(title): grading \(round.count)…")
-    let request = grader.request(chapter: chapter.number)
-    let outcomes = Mutex<[String: [VariantOutcome]]>([:])
-    let failures = Mutex<[WorkbookError]>([])
-    let slots = DispatchSemaphore(value: jobs)
-    let group = DispatchGroup()
-    let repeated = round.flatMap { prepared in Array(repeating: prepared, count: repeats) }
-    for prepared in repeated {
-      slots.wait()
-      group.enter()
-      DispatchQueue.global().async {
-        defer {
-          slots.signal()
-          group.leave()
-        }
-        do throws(WorkbookError) {
-          let graded = try grader.gradeOne(
-            chapter, prepared.exercise, product: product, request: request)
-          outcomes.withLock {
-            $0[prepared.variant.label, default: []].append(
-              VariantOutcome(
-                grade: graded.grade, seconds: graded.seconds, timedOut: graded.timedOut))
-          }
-        } catch {
-          failures.withLock { $0.append(error) }
-        }
-      }
+    built = true
+    return .built(product: product, grader: grader, request: request)
+  }
+
+  /// Builds the round and grades it, with nothing else running: a variant run again alone.
+  /// `nil` when the build failed and the round has more than one variant.
+  func runRound(
+    _ round: [Prepared], _ chapter: Chapter, tree: VariantTree, title: String,
+    slots: DispatchSemaphore
+  ) throws(WorkbookError) -> [String: [VariantOutcome]]? {
+    switch try buildRound(round, chapter, tree: tree, title: title) {
+    case .graded(let outcomes):
+      return outcomes
+    case .built(let product, let grader, let request):
+      let grading = RoundGrading(round: round, tree: tree, overlapped: false)
+      grading.start(
+        chapter, product: product, grader: grader, request: request, repeats: repeats,
+        slots: slots)
+      return try grading.finish()
     }
-    group.wait()
-    if ChildProcess.interrupted { throw .interrupted }
-    if let failure = failures.withLock({ $0.first }) { throw failure }
-    return outcomes.withLock { $0 }
   }
 
   /// Whether every one of `runs` is what `variant` expects: the first that is not, with

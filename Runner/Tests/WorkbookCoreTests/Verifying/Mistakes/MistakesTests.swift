@@ -48,16 +48,19 @@ struct MistakesTests {
     // A test process's time is shown on each graded line.
     #expect(
       lines.contains { $0.hasPrefix(#"  ok    1.1 alternative "adds it to itself": passed ("#) })
-    // The tree's solutions are the workbook's again.
-    let tree = Self.work.appendingPathComponent(".build-variants/tree")
-    for file in ["01-Doubling.swift", "02-Negating.swift"] {
-      let path = "Solutions/01-Basics/\(file)"
+    // Both trees' solutions are the workbook's again (rounds build in them by turns).
+    for folder in [VariantTree.folder, VariantTree.secondFolder] {
+      let tree = Self.work.appendingPathComponent(folder + "/tree")
+      for file in ["01-Doubling.swift", "02-Negating.swift"] {
+        let path = "Solutions/01-Basics/\(file)"
+        #expect(
+          FileManager.default.contentsEqual(
+            atPath: tree.appendingPathComponent(path).path,
+            andPath: Self.work.appendingPathComponent(path).path), "\(folder): \(path)")
+      }
       #expect(
-        FileManager.default.contentsEqual(
-          atPath: tree.appendingPathComponent(path).path,
-          andPath: Self.work.appendingPathComponent(path).path))
+        !FileManager.default.fileExists(atPath: tree.appendingPathComponent("Chapters").path))
     }
-    #expect(!FileManager.default.fileExists(atPath: tree.appendingPathComponent("Chapters").path))
   }
 
   @Test func oneExerciseAndUsageErrors() throws {
@@ -93,13 +96,16 @@ struct MistakesTests {
     #expect(status == 130)
     #expect(runner.stderr.contains("workbook: interrupted"))
     #expect(Processes.waitUntilGone(Self.work.path).isEmpty)
-    let tree = Self.work.appendingPathComponent(".build-variants/tree")
-    for file in ["01-Doubling.swift", "02-Negating.swift"] {
-      let path = "Solutions/01-Basics/\(file)"
-      #expect(
-        FileManager.default.contentsEqual(
-          atPath: tree.appendingPathComponent(path).path,
-          andPath: Self.work.appendingPathComponent(path).path), "\(path) was not restored")
+    for folder in [VariantTree.folder, VariantTree.secondFolder] {
+      let tree = Self.work.appendingPathComponent(folder + "/tree")
+      for file in ["01-Doubling.swift", "02-Negating.swift"] {
+        let path = "Solutions/01-Basics/\(file)"
+        #expect(
+          FileManager.default.contentsEqual(
+            atPath: tree.appendingPathComponent(path).path,
+            andPath: Self.work.appendingPathComponent(path).path),
+          "\(folder): \(path) was not restored")
+      }
     }
   }
 
