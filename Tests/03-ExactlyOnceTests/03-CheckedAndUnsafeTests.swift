@@ -22,7 +22,7 @@ import WorkbookTesting
 /// | a read, both ways (inside the call, on threads) | the same value: `sameValueBothWays` | — | — |
 /// | a hub that answers after 2.5 s, both ways | its value, no thread of the pool held meanwhile: `slowHubHoldsNoThread` | — | — |
 /// | ten thousand reads from eight tasks, both ways | every value: `manyReadsBothWays` | — | — |
-/// | a second resume, checked | — | — | stops the program, naming the bridge: `checkedCatchesASecondResume`; naming any other bridge built on the helper by its own name: `messagesNameEachBridge` |
+/// | a second resume, checked | — | — | stops the program inside the hub's call, naming the bridge (a resume put off into a Task or onto a queue lets the call return first, which the test sees on every run): `checkedCatchesASecondResume`; naming any other bridge built on the helper by its own name: `messagesNameEachBridge` |
 /// | a continuation dropped, checked / unchecked | — | — | reported as a leak: `checkedReportsALeak`; silent: `uncheckedIsSilent` |
 /// | cancelled task | — reading(of:from:checking:) promises nothing for a cancelled task | | |
 @Suite("3.3 Checked and unsafe", .serialized)
@@ -157,23 +157,41 @@ struct CheckedAndUnsafeTests {
       // An unchecked continuation resumed twice may leave the child stuck for good, and
       // the test waiting on it: the child ends itself, failing and silent, after a moment.
       endThisChild(after: 1.5)
-      let twiceAtOnce = SensorHub(script: CallbackScript(timing: .synchronously, times: 2))
-      // Both answers come inside the call, so the checks stop the process before it returns.
-      _ = await reading(of: 1, from: twiceAtOnce, checking: .checked)
+      // Both answers come inside the call. The checks stop a bridge that resumes there
+      // before the call can return; one that puts the resume off (a Task, a queue) lets it
+      // return, and the child says so at once and ends, failing too, so that the test gets
+      // its output (a failed exit expectation returns none). The pool is squeezed to the one
+      // thread busy in the call, so a resume put off into a Task cannot run before that.
+      let thenEnd = CallbackScheduler(name: "inside the call, then the program ends") { answers in
+        answers()
+        FileHandle.standardError.write(Data("\n\(Self.callReturned)\n".utf8))
+        _exit(3)
+      }
+      let twiceAtOnce = SensorHub(script: CallbackScript(timing: .scheduled(thenEnd), times: 2))
+      _ = try await withPoolOfOne("reading(of:from:checking:)") {
+        await reading(of: 1, from: twiceAtOnce, checking: .checked)
+      }
     }
     let said = misuseMessage(in: result)
+    let returned = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+      .contains(Self.callReturned)
     #expect(
-      said.contains("reading(of:from:checking:) tried to resume its continuation more than once"),
+      !returned
+        && said.contains(
+          "reading(of:from:checking:) tried to resume its continuation more than once"),
       Comment(
-        rawValue: said == Self.silence
-          ? "reading(of:from:checking: .checked) let the hub answer twice and nothing stopped "
-            + "it: the continuation was not a checked one (.checked must reach "
-            + "withBridgeContinuation, which then uses withCheckedContinuation), or the second "
-            + "answer was kept from it, or the answers were resumed later, outside the hub's "
-            + "call (from a Task of their own), so the call had returned and the program ended "
-            + "before the second resume; the runtime said: \(said)"
-          : "the checked path must stop a second resume and name the bridge (pass `function` "
-            + "on to withCheckedContinuation); the runtime said: \(said)"))
+        rawValue: returned
+          ? "reading(of:from:checking: .checked) let the hub's call return after it had "
+            + "answered twice: the answers were resumed later, outside the hub's call (from a "
+            + "Task or a queue of their own), so the checks could not stop the second one while "
+            + "the hub was answering, and the reading came back late; the runtime said: \(said)"
+          : said == Self.silence
+            ? "reading(of:from:checking: .checked) let the hub answer twice and nothing stopped "
+              + "it: the continuation was not a checked one (.checked must reach "
+              + "withBridgeContinuation, which then uses withCheckedContinuation), or the "
+              + "second answer was kept from it; the runtime said: \(said)"
+            : "the checked path must stop a second resume and name the bridge (pass `function` "
+              + "on to withCheckedContinuation); the runtime said: \(said)"))
   }
 
   @Test("With checks on, a continuation dropped without a resume is reported as a leak")
@@ -246,6 +264,8 @@ struct CheckedAndUnsafeTests {
   }
 
   static let silence = "nothing about continuations"
+  /// What the exit test's child prints when the hub's call returned after answering twice.
+  static let callReturned = "the hub's call returned after answering twice"
 
   /// The runtime's continuation-misuse line from an exit test's standard error, without the
   /// "Fatal error" prefix, or ``silence``.
