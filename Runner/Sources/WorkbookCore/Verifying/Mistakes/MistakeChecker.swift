@@ -76,10 +76,10 @@ public struct VariantOutcome: Sendable, Equatable {
 /// round's exercises graded each in its own process (`jobs` at once, across rounds), then
 /// the solutions restored. A mistake expected not to compile gets a round of its own.
 ///
-/// With `jobs` above 1 there are two trees, used by turns: the next round builds in one
-/// while the last round's suites run in the other, and a round's processes start as the
-/// last round's end. Most suites spend their time waiting for a deadline, so this about
-/// halves a chapter's time; a tree is rebuilt only once its round's suites have ended.
+/// With `jobs` above 1 there are two trees, used by turns: a round that changes only
+/// bodies builds in one (in about a second) while the last round's suites run in the other,
+/// and its processes start as the last round's end; a round that changes declarations
+/// waits for every suite first. A tree is rebuilt only once its round's suites have ended.
 ///
 /// When a round's build fails, its variants are graded one by one. A variant whose result
 /// does not match, in a round of several (exercises of a chapter can use each other's
@@ -125,6 +125,9 @@ public struct MistakeChecker: Sendable {
     var exercise: Exercise
     var path: String
     var content: Data
+    /// True when it changes only bodies (see ``DeclarationOutline``): its round builds in
+    /// about a second, so the build may run beside another round's processes.
+    var keepsDeclarations = false
   }
 
   /// Checks the variants of `selection`, calling `report` with each chapter's checks (in
@@ -190,12 +193,12 @@ public struct MistakeChecker: Sendable {
         (try? String(
           contentsOf: root.appendingPathComponent(chapter.solutionPath(exercise)), encoding: .utf8))
         .map(DeclarationOutline.init)
-      let keepsDeclarations = queue.map {
-        DeclarationOutline(String(decoding: $0.content, as: UTF8.self)) == solution
+      for index in queue.indices {
+        queue[index].keepsDeclarations =
+          DeclarationOutline(String(decoding: queue[index].content, as: UTF8.self)) == solution
       }
       queues.append(
-        zip(queue, keepsDeclarations).filter { !$1 }.map(\.0)
-          + zip(queue, keepsDeclarations).filter { $1 }.map(\.0))
+        queue.filter { !$0.keepsDeclarations } + queue.filter { $0.keepsDeclarations })
     }
     let longest = queues.map(\.count).max() ?? 0
     let rounds =
@@ -231,9 +234,15 @@ public struct MistakeChecker: Sendable {
     do throws(WorkbookError) {
       for (index, round) in rounds.enumerated() {
         let turn = index % trees.count
-        if let earlier = running[turn] {
-          running[turn] = nil
-          try settle(earlier)
+        // A build that compiles the tests again takes both cores for several seconds, and
+        // some suites' verdicts change on a machine that busy (CI's verify showed dozens),
+        // so only a cheap build runs beside another round's processes.
+        let cheap = round.allSatisfy(\.keepsDeclarations)
+        for other in running.indices where other == turn || !cheap {
+          if let earlier = running[other] {
+            running[other] = nil
+            try settle(earlier)
+          }
         }
         let others = running.compactMap { $0 }
         let title = "chapter \(chapter.number), round \(index + 1) of \(rounds.count)"
