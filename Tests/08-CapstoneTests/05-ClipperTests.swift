@@ -562,7 +562,7 @@ struct ClipperTests {
     // Under Thread Sanitizer, 8 MiB through the command's code takes several times longer;
     // beside a build on two cores, a correct answer took more than 5 s one run in six.
     let received = try await withDeadline(
-      .seconds(underThreadSanitizer ? 30 : 15),
+      .seconds(underThreadSanitizer ? 30 : 10),
       "the server to read all alice sent, until she hung up",
       hint: endOfInputHint
     ) {
