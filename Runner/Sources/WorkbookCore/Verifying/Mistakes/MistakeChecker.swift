@@ -231,13 +231,16 @@ public struct MistakeChecker: Sendable {
 
     let slots = DispatchSemaphore(value: jobs)
     var running: [RoundGrading?] = Array(repeating: nil, count: trees.count)
+    var built: Set<Int> = []
     do throws(WorkbookError) {
       for (index, round) in rounds.enumerated() {
         let turn = index % trees.count
         // A build that compiles the tests again takes both cores for several seconds, and
         // some suites' verdicts change on a machine that busy (CI's verify showed dozens),
         // so only a cheap build runs beside another round's processes.
-        let cheap = round.allSatisfy(\.keepsDeclarations)
+        // A tree's first build of the chapter compiles it afresh: never cheap.
+        let cheap = round.allSatisfy(\.keepsDeclarations) && built.contains(turn)
+        built.insert(turn)
         for other in running.indices where other == turn || !cheap {
           if let earlier = running[other] {
             running[other] = nil
