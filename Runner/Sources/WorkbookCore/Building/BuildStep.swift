@@ -23,6 +23,9 @@ public struct BuildRequest: Sendable {
   public var languageMode: Int?
   /// False: the modules only, not the test targets (no `--build-tests`).
   public var buildsTests = true
+  /// True: the build runs at the lowest CPU priority (`nice -n 19`), so that test processes
+  /// running beside it get the processors whenever they need them.
+  public var lowPriority = false
 
   public init(
     root: URL, source: SourceTree, chapter: Int?, scratchPath: String,
@@ -127,8 +130,14 @@ public enum BuildStep {
       StaleObjects.removeObjectsOfChangedSources(scratch: request.scratchURL)
       StaleObjects.removeObjects(of: request.recompiledSources, scratch: request.scratchURL)
     }
+    var executable = swift
+    var argumentsRun = arguments
+    if request.lowPriority, let nice = ChildProcess.which("nice") {
+      executable = nice
+      argumentsRun = ["-n", "19", swift] + arguments
+    }
     let outcome = try ChildProcess.run(
-      swift, arguments, environment: request.buildEnvironment, in: request.root
+      executable, argumentsRun, environment: request.buildEnvironment, in: request.root
     ) { stdout in
       if let status, let step = lastStep(in: stdout) { status(step) }
     }

@@ -300,14 +300,17 @@ public struct Grader: Sendable {
   }
 
   /// Runs one exercise's suite in its own process and grades it; also returns how long the
-  /// process ran and whether the runner's time limit stopped it.
+  /// process ran and whether the runner's time limit stopped it. `shortForm`: the suite's
+  /// short form, whatever the options say.
   func gradeOne(
-    _ chapter: Chapter, _ exercise: Exercise, product: URL, request: BuildRequest
+    _ chapter: Chapter, _ exercise: Exercise, product: URL, request: BuildRequest,
+    shortForm: Bool = false
   ) throws(WorkbookError) -> (grade: Grade, seconds: Double, timedOut: Bool) {
     let start = DispatchTime.now()
     let run = try TestLauncher.run(
       product: product, filter: chapter.filter(for: exercise), request: request,
-      timeout: options.timeout, longTests: options.longTests)
+      timeout: options.timeout, longTests: options.longTests && !shortForm,
+      shortForm: shortForm)
     let seconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
     var grade = Classifier.grade(run, context(chapter, exercise))
     grade = forbidding(chapter, exercise, grade)

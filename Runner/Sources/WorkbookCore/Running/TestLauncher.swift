@@ -16,7 +16,7 @@ public enum TestLauncher {
 
   public static func run(
     product: URL, filter: String, request: BuildRequest, timeout: Double,
-    longTests: Bool = false
+    longTests: Bool = false, shortForm: Bool = false
   ) throws(WorkbookError) -> SuiteRun {
     let events = FileManager.default.temporaryDirectory
       .appendingPathComponent("workbook-events-\(getpid())-\(UUID().uuidString).jsonl")
@@ -34,8 +34,10 @@ public enum TestLauncher {
       "NO_COLOR": "1",
       ThrownExplanation.environmentKey: "1",
     ].merging(request.environment) { mine, _ in mine }
-    // Only ever set, never removed: a learner may ask for the long form themselves.
+    // Only set here, never removed: a learner may ask for the long form themselves.
+    // `mistakes` asks for the short form first (`shortForm`), whatever the environment says.
     if longTests { environment[longTestsKey] = "1" }
+    if shortForm { environment[longTestsKey] = .some(nil) }
 
     var isDirectory: ObjCBool = false
     _ = FileManager.default.fileExists(atPath: product.path, isDirectory: &isDirectory)

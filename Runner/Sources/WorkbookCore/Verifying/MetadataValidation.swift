@@ -73,6 +73,15 @@ public enum MetadataValidator {
         problems.append(
           "chapter \(chapter.number): challenge \(challenge) is not the chapter's last exercise")
       }
+      // `uses` names earlier exercises of the same chapter (their code is in its module).
+      for (index, exercise) in chapter.exercises.enumerated() {
+        let earlier = Set(chapter.exercises[..<index].map(\.id))
+        for used in exercise.uses where !earlier.contains(used) {
+          problems.append(
+            "exercise \(exercise.id): uses \(used), which is not an earlier exercise of chapter "
+              + "\(chapter.number)")
+        }
+      }
       for construct in chapter.forbidden ?? []
       where construct.construct.trimmingCharacters(in: .whitespaces).isEmpty
         || construct.why.trimmingCharacters(in: .whitespaces).isEmpty

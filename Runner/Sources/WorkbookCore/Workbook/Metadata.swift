@@ -101,12 +101,16 @@ public struct Exercise: Codable, Sendable, Equatable {
   /// `@preconcurrency import` of a library that is safe in fact, not `@preconcurrency` on a
   /// conformance.
   public var allowed: [String]
+  /// Earlier exercises of the chapter whose code this one's solution or tests call (8.5 uses
+  /// 8.1 to 8.4): `workbook mistakes` never varies them in the same round as this one, where
+  /// a mistake in one would change the other's verdict.
+  public var uses: [String]
 
   public init(
     id: String, name: String, file: String, suite: String, starterVerdict: String = "not started",
     starterDigest: String = "", hints: [String] = [], tests: String? = nil,
     mistakes: [Mistake] = [], alternatives: [Alternative] = [], challenge: Bool = false,
-    starterGroups: [String] = [], allowed: [String] = []
+    starterGroups: [String] = [], allowed: [String] = [], uses: [String] = []
   ) {
     self.id = id
     self.name = name
@@ -121,11 +125,12 @@ public struct Exercise: Codable, Sendable, Equatable {
     self.challenge = challenge
     self.starterGroups = starterGroups
     self.allowed = allowed
+    self.uses = uses
   }
 
   enum CodingKeys: String, CodingKey {
     case id, name, file, suite, starterVerdict, starterDigest, hints, tests, mistakes
-    case alternatives, challenge, starterGroups, allowed
+    case alternatives, challenge, starterGroups, allowed, uses
   }
 
   public init(from decoder: any Decoder) throws {
@@ -143,6 +148,7 @@ public struct Exercise: Codable, Sendable, Equatable {
     challenge = try container.decodeIfPresent(Bool.self, forKey: .challenge) ?? false
     starterGroups = try container.decodeIfPresent([String].self, forKey: .starterGroups) ?? []
     allowed = try container.decodeIfPresent([String].self, forKey: .allowed) ?? []
+    uses = try container.decodeIfPresent([String].self, forKey: .uses) ?? []
   }
 
   /// The test file name: `tests` if given, else `<file stem>Tests.swift`.

@@ -76,10 +76,11 @@ public struct VariantOutcome: Sendable, Equatable {
 /// round's exercises graded each in its own process (`jobs` at once, across rounds), then
 /// the solutions restored. A mistake expected not to compile gets a round of its own.
 ///
-/// With `jobs` above 1 there are two trees, used by turns: a round that changes only
-/// bodies builds in one (in about a second) while the last round's suites run in the other,
-/// and its processes start as the last round's end; a round that changes declarations
-/// waits for every suite first. A tree is rebuilt only once its round's suites have ended.
+/// With `jobs` above 1 there are two trees, used by turns: a round builds in one while the
+/// last round's suites run in the other, and its processes start as the last round's end.
+/// A build beside running suites runs at the lowest CPU priority, so that they get the
+/// processors whenever they need them. A tree is rebuilt only once its round's suites have
+/// ended.
 ///
 /// When a round's build fails, its variants are graded one by one. A variant whose result
 /// does not match, in a round of several (exercises of a chapter can use each other's
@@ -125,8 +126,8 @@ public struct MistakeChecker: Sendable {
     var exercise: Exercise
     var path: String
     var content: Data
-    /// True when it changes only bodies (see ``DeclarationOutline``): its round builds in
-    /// about a second, so the build may run beside another round's processes.
+    /// True when it changes only bodies (see ``DeclarationOutline``): once the rounds that
+    /// change declarations are done, a round of these builds in about a second.
     var keepsDeclarations = false
   }
 
@@ -200,10 +201,7 @@ public struct MistakeChecker: Sendable {
       queues.append(
         queue.filter { !$0.keepsDeclarations } + queue.filter { $0.keepsDeclarations })
     }
-    let longest = queues.map(\.count).max() ?? 0
-    let rounds =
-      ((0..<longest).map { index in queues.compactMap { index < $0.count ? $0[index] : nil } }
-      + ownRounds).filter { !$0.isEmpty }
+    let rounds = Self.rounds(exercises, queues) + ownRounds
 
     /// The variants to run again alone, with what they were graded first (`nil`: their
     /// round's build failed).
@@ -231,21 +229,13 @@ public struct MistakeChecker: Sendable {
 
     let slots = DispatchSemaphore(value: jobs)
     var running: [RoundGrading?] = Array(repeating: nil, count: trees.count)
-    var built: Set<Int> = []
     do throws(WorkbookError) {
       for (index, round) in rounds.enumerated() {
         let turn = index % trees.count
-        // A build that compiles the tests again takes both cores for several seconds, and
-        // some suites' verdicts change on a machine that busy (CI's verify showed dozens),
-        // so only a cheap build runs beside another round's processes.
-        // A tree's first build of the chapter compiles it afresh: never cheap.
-        let cheap = round.allSatisfy(\.keepsDeclarations) && built.contains(turn)
-        built.insert(turn)
-        for other in running.indices where other == turn || !cheap {
-          if let earlier = running[other] {
-            running[other] = nil
-            try settle(earlier)
-          }
+        // The tree's last round must end before the tree changes; the other tree's goes on.
+        if let earlier = running[turn] {
+          running[turn] = nil
+          try settle(earlier)
         }
         let others = running.compactMap { $0 }
         let title = "chapter \(chapter.number), round \(index + 1) of \(rounds.count)"
@@ -272,9 +262,13 @@ public struct MistakeChecker: Sendable {
       throw error
     }
 
-    for (index, (prepared, first)) in again.enumerated() {
+    // Declarations changed first here too: the builds after them take about a second.
+    let alone =
+      again.filter { !$0.prepared.keepsDeclarations }
+      + again.filter { $0.prepared.keepsDeclarations }
+    for (index, (prepared, first)) in alone.enumerated() {
       let label = prepared.variant.label
-      let title = "chapter \(chapter.number), alone \(index + 1) of \(again.count): \(label)"
+      let title = "chapter \(chapter.number), alone \(index + 1) of \(alone.count): \(label)"
       let runs =
         try runRound([prepared], chapter, tree: trees[0], title: title, slots: slots)?[label]
         ?? [VariantOutcome(grade: Grade(.failed, ["not graded"]))]
@@ -286,6 +280,30 @@ public struct MistakeChecker: Sendable {
       results[label] = result
     }
     return exercises.flatMap(variants(of:)).compactMap { results[$0.label] }
+  }
+
+  /// The rounds for `queues` (each exercise's variants, in order): each round takes the next
+  /// variant of as many exercises as it can, those with the most left first, but never two
+  /// exercises of which one uses the other (`uses`): a mistake in the used one would change
+  /// the other's verdict.
+  static func rounds(_ exercises: [Exercise], _ queues: [[Prepared]]) -> [[Prepared]] {
+    var pending = queues
+    var rounds: [[Prepared]] = []
+    func related(_ one: Exercise, _ other: Exercise) -> Bool {
+      one.uses.contains(other.id) || other.uses.contains(one.id)
+    }
+    while pending.contains(where: { !$0.isEmpty }) {
+      var round: [Prepared] = []
+      var taken: [Exercise] = []
+      let order = pending.indices.filter { !pending[$0].isEmpty }
+        .sorted { (pending[$0].count, $1) > (pending[$1].count, $0) }
+      for index in order where !taken.contains(where: { related($0, exercises[index]) }) {
+        round.append(pending[index].removeFirst())
+        taken.append(exercises[index])
+      }
+      rounds.append(round)
+    }
+    return rounds
   }
 
   struct Problem: Error {
@@ -344,7 +362,8 @@ public struct MistakeChecker: Sendable {
     options.noteRules = noteRules
     let grader = Grader(options: options, status: StatusLine(enabled: false))
     status.show("mistakes: \(title): building…\(beside)")
-    let request = grader.request(chapter: chapter.number)
+    var request = grader.request(chapter: chapter.number)
+    request.lowPriority = !beside.isEmpty
     let build = try BuildStep.run(request) { step in
       status.show("mistakes: \(title): building… [\(step)]\(beside)")
     }
