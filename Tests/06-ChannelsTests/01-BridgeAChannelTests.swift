@@ -328,14 +328,21 @@ struct BridgeAChannelTests {
       }
       _ = await loop.result
       let cancelled = await eventually { channel.isCanceled }
+      let closedOnly = !cancelled && channel.isClosed
       #expect(
         cancelled,
         Comment(
-          rawValue: "round \(round): the loop's task was cancelled before its first element, "
-            + "and the channel was left as it was: the stream ended as .cancelled before "
-            + "anything was there to hear it, so its producer would wait in awaitSend(_:) "
-            + "forever or feed a stream nobody reads; the consumer's end must reach the "
-            + "channel even when it comes first, before the pump has started"))
+          rawValue: closedOnly
+            ? "round \(round): the loop's task was cancelled before its first element, and "
+              + "the channel was closed, not cancelled: close() keeps what the channel holds "
+              + "for a reader that will never come, and a producer's next send fails with "
+              + ".closed, as if it had finished, not .cancelled; a consumer that leaves must "
+              + "cancel() the channel"
+            : "round \(round): the loop's task was cancelled before its first element, "
+              + "and the channel was left as it was: the stream ended as .cancelled before "
+              + "anything was there to hear it, so its producer would wait in awaitSend(_:) "
+              + "forever or feed a stream nobody reads; the consumer's end must reach the "
+              + "channel even when it comes first, before the pump has started"))
       if !cancelled { break }
     }
   }
