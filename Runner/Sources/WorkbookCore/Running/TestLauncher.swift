@@ -34,8 +34,8 @@ public enum TestLauncher {
       "NO_COLOR": "1",
       ThrownExplanation.environmentKey: "1",
     ].merging(request.environment) { mine, _ in mine }
-    // Only set here, never removed: a learner may ask for the long form themselves.
-    // `mistakes` asks for the short form first (`shortForm`), whatever the environment says.
+    // A learner may ask for the long form themselves: without `shortForm` (which only
+    // `mistakes` asks for), the variable is set here, never removed.
     if longTests { environment[longTestsKey] = "1" }
     if shortForm { environment[longTestsKey] = .some(nil) }
 

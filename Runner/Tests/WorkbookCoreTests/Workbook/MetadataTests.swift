@@ -101,6 +101,24 @@ import Testing
     #expect(problems.contains("suite name WarmUpTests is used more than once"))
   }
 
+  @Test func flagsUsesThatNameNoEarlierExerciseOfTheChapter() throws {
+    var workbook = try MetadataLoader.decode(Data(Self.minimal.utf8))
+    var second = workbook.chapters[0].exercises[0]
+    second.id = "1.2"
+    second.suite = "SecondTests"
+    second.uses = ["1.1"]
+    workbook.chapters[0].exercises[0].uses = ["1.2", "9.9"]
+    workbook.chapters[0].exercises.append(second)
+    let manifest =
+      #"let chapters: [(folder: String, module: String)] = [("01-Callbacks", "Callbacks")]"#
+    let problems = MetadataValidator.validateChapters(workbook, manifest: manifest).problems
+    #expect(
+      problems.contains("exercise 1.1: uses 1.2, which is not an earlier exercise of chapter 1"))
+    #expect(
+      problems.contains("exercise 1.1: uses 9.9, which is not an earlier exercise of chapter 1"))
+    #expect(!problems.contains { $0.hasPrefix("exercise 1.2:") })
+  }
+
   @Test func flagsNotesThatAreUnprovenMisnamedOrOutOfScope() throws {
     var workbook = try MetadataLoader.decode(Data(Self.minimal.utf8))
     let manifest =
