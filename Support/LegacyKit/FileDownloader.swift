@@ -48,6 +48,7 @@ public final class FileDownloader: @unchecked Sendable {
   private let cancelReply: CallbackScript
   private let deliversAfterCancel: Bool
   private let whileStarting: (@Sendable () -> Void)?
+  private let whileHandingOver: (@Sendable () -> Void)?
   private let lock = NSLock()
   private var started = 0
   private var cancelCalls = 0
@@ -67,10 +68,15 @@ public final class FileDownloader: @unchecked Sendable {
   ///     after the download has started and before the call returns its task: a test can
   ///     cancel the calling Swift task there, so that the cancel lands before the caller
   ///     has had any chance to store the ``DownloadTask``.
+  ///   - whileHandingOver: Called on the delivering thread once the download has finished,
+  ///     so that a cancel no longer stops it, and before its completion handler runs: a test
+  ///     can cancel the calling Swift task there, in the gap every real downloader has
+  ///     between "done" and the callback.
   public init(
     files: [URL: Data], delivery: CallbackScript = .later(.milliseconds(300)),
     cancelReply: CallbackScript = .default, deliversAfterCancel: Bool = false,
-    whileStarting: (@Sendable () -> Void)? = nil
+    whileStarting: (@Sendable () -> Void)? = nil,
+    whileHandingOver: (@Sendable () -> Void)? = nil
   ) {
     precondition(delivery.times <= 1, "a download delivers its result at most once")
     precondition(cancelReply.times == 1, "a cancelled download reports it exactly once")
@@ -79,6 +85,7 @@ public final class FileDownloader: @unchecked Sendable {
     self.cancelReply = cancelReply
     self.deliversAfterCancel = deliversAfterCancel
     self.whileStarting = whileStarting
+    self.whileHandingOver = whileHandingOver
   }
 
   /// How many downloads have been started.
@@ -110,10 +117,12 @@ public final class FileDownloader: @unchecked Sendable {
     let lateHandler = deliversAfterCancel ? completion : nil
     delivery.deliver { [self] in
       let task = box.value
+      var finishedNow = false
       let handler: ((Result<Data, DownloadError>) -> Void)? = locked {
         switch task.state {
         case .running:
           task.state = .finished
+          finishedNow = true
           running -= 1
           defer { task.handler = nil }
           return task.handler
@@ -124,6 +133,7 @@ public final class FileDownloader: @unchecked Sendable {
           return nil
         }
       }
+      if finishedNow { whileHandingOver?() }
       handler?(result)
     }
     whileStarting?()

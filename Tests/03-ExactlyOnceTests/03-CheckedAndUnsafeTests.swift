@@ -78,7 +78,14 @@ struct CheckedAndUnsafeTests {
       await reading(of: 7, from: hub, checking: checking)
     }
 
-    #expect(value == SensorHub.value(of: 7), "the bridge returned another channel's value")
+    #expect(
+      value == SensorHub.value(of: 7),
+      Comment(
+        rawValue: value.isNaN
+          ? "the bridge returned nan, a value the hub never gives: it resumed before the hub "
+            + "had answered (here \(script)), with whatever it held then, instead of resuming "
+            + "from the hub's answer"
+          : "the bridge returned another channel's value"))
     #expect(hub.reads == 1, "one reading must read the hub exactly once")
   }
 
@@ -180,18 +187,26 @@ struct CheckedAndUnsafeTests {
         && said.contains(
           "reading(of:from:checking:) tried to resume its continuation more than once"),
       Comment(
-        rawValue: returned
+        rawValue: returned && said == Self.silence
           ? "reading(of:from:checking: .checked) let the hub's call return after it had "
-            + "answered twice: the answers were resumed later, outside the hub's call (from a "
-            + "Task or a queue of their own), so the checks could not stop the second one while "
-            + "the hub was answering, and the reading came back late; the runtime said: \(said)"
-          : said == Self.silence
-            ? "reading(of:from:checking: .checked) let the hub answer twice and nothing stopped "
-              + "it: the continuation was not a checked one (.checked must reach "
-              + "withBridgeContinuation, which then uses withCheckedContinuation), or the "
-              + "second answer was kept from it; the runtime said: \(said)"
-            : "the checked path must stop a second resume and name the bridge (pass `function` "
-              + "on to withCheckedContinuation); the runtime said: \(said)"))
+            + "answered twice, and nothing stopped the second answer: either the bridge kept "
+            + "it from the continuation (a guard of its own that lets only the first answer "
+            + "through hides the very misuse the checked path is there to stop), or the "
+            + "answers were resumed later, outside the hub's call (from a Task or a queue of "
+            + "their own), so the checks could not act while the hub was answering; the "
+            + "runtime said: \(said)"
+          : returned
+            ? "reading(of:from:checking: .checked) let the hub's call return after it had "
+              + "answered twice: the answers were resumed later, outside the hub's call (from a "
+              + "Task or a queue of their own), so the checks could not stop the second one while "
+              + "the hub was answering, and the reading came back late; the runtime said: \(said)"
+            : said == Self.silence
+              ? "reading(of:from:checking: .checked) let the hub answer twice and nothing stopped "
+                + "it: the continuation was not a checked one (.checked must reach "
+                + "withBridgeContinuation, which then uses withCheckedContinuation), or the "
+                + "second answer was kept from it; the runtime said: \(said)"
+              : "the checked path must stop a second resume and name the bridge (pass `function` "
+                + "on to withCheckedContinuation); the runtime said: \(said)"))
   }
 
   @Test("With checks on, a continuation dropped without a resume is reported as a leak")

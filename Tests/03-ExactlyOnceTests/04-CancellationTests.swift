@@ -10,7 +10,7 @@ import WorkbookTesting
 ///
 /// | path | result, error | downloads (running, cancelled) | thread, timing |
 /// | --- | --- | --- | --- |
-/// | nobody cancels (inside the call, soon, later) | the file: `returnsTheFile` | — | — |
+/// | nobody cancels (inside the call, soon, later) | the file: `returnsTheFile` | none cancelled (a cancel sent after the file stops nothing, and is allowed): `returnsTheFile` | — |
 /// | another error | the downloader's error, unchanged: `otherErrorsPassThrough` | — | — |
 /// | cancelled while downloading | `CancellationError`: `cancellingCancelsTheDownload` | the download cancelled: `cancellingCancelsTheDownload` | the cancel's reply inside the call, soon, later: `cancellingCancelsTheDownload` |
 /// | cancelled before the call | `CancellationError`: `alreadyCancelled` | none left running: `alreadyCancelled` | — |
@@ -21,6 +21,8 @@ import WorkbookTesting
 /// | the file delivered after a cancel | one resume: `deliveryAfterCancel` | — | — |
 /// | a plain `var` flag of its own instead of `ResumeOnce`, read and set by the cancelled reply and a late delivery on two threads | — not caught every run: the two replies come one after the other (`deliveryAfterCancel`), so the flag holds; only when they overlap in the same instant do both get through, a data race that `make tsan` names and a plain run almost never meets | | | |
 /// | cancelled after the file arrived | the file: `cancellingAfterCompletion` | — | — |
+/// | cancelled while the finished download hands over its file | the file or `CancellationError`, never a wait for a reply that cannot come: `cancelWhileTheFileIsHandedOver` | — | — |
+/// | the caller answered by a cancel | `CancellationError` | already cancelled when the caller is resumed: `cancelledBeforeItThrows` | — |
 /// | cancelled before the call or while starting, the cancelled reply inside `cancel()` | `CancellationError`: `earlyCancelAnsweredInsideCancel` | cancelled: `earlyCancelAnsweredInsideCancel` | no lock re-entered by the reply: `earlyCancelAnsweredInsideCancel` |
 /// | the next download after a cancelled one | its file: `reuseAfterCancel` | — | — |
 /// | a file that comes before the cancelled reply (`deliversAfterCancel`), guarded by "drop a file once the cancelled reply was seen" | — not a mistake for this downloader: the starter and `FileDownloader` say the extra callback comes after the cancelled reply, and in that order the guard holds; at the same instant it is the flag row above (not caught every run) | | |
@@ -34,11 +36,13 @@ struct CancellationTests {
 
   static func makeDownloader(
     delivery: CallbackScript = .later(.milliseconds(300)), cancelReply: CallbackScript = .default,
-    deliversAfterCancel: Bool = false, whileStarting: (@Sendable () -> Void)? = nil
+    deliversAfterCancel: Bool = false, whileStarting: (@Sendable () -> Void)? = nil,
+    whileHandingOver: (@Sendable () -> Void)? = nil
   ) -> FileDownloader {
     FileDownloader(
       files: [report: reportData], delivery: delivery, cancelReply: cancelReply,
-      deliversAfterCancel: deliversAfterCancel, whileStarting: whileStarting)
+      deliversAfterCancel: deliversAfterCancel, whileStarting: whileStarting,
+      whileHandingOver: whileHandingOver)
   }
 
   static let hint =
@@ -73,7 +77,11 @@ struct CancellationTests {
 
     #expect(data == Self.reportData)
     #expect(downloader.downloadsStarted == 1)
-    #expect(downloader.cancelRequests == 0)
+    // A cancel sent once the file is in stops nothing (the downloader ignores it), so only a
+    // download stopped for nobody counts.
+    #expect(
+      downloader.downloadsCancelled == 0,
+      "download(_:with:) cancelled its download although nobody cancelled the task")
   }
 
   @Test("Passes the downloader's other errors through unchanged")
@@ -107,16 +115,23 @@ struct CancellationTests {
       }
     }
     // A cancel that reached the download only after the file had come was put off.
-    let cancelCameLate = downloader.cancelRequests > 0
+    let cancelCameLate = downloader.cancelRequests > 0 && downloader.downloadsCancelled == 0
+    var threwTheReply = false
+    if case .failure(let error) = outcome { threwTheReply = error as? DownloadError == .cancelled }
     #expect(
       throws: CancellationError.self,
       Comment(
-        rawValue: cancelCameLate
-          ? "cancelling the task must cancel the download and throw CancellationError; the "
-            + "cancel did reach the download, but only after the file had come: it was put off "
-            + "(to a task of its own, a queue) instead of made inside onCancel, at once"
-          : "cancelling the task must cancel the download (onCancel) and throw "
-            + "CancellationError")
+        rawValue: threwTheReply
+          ? "the download was cancelled, and download(_:with:) threw the downloader's own "
+            + "DownloadError.cancelled: to Swift callers a cancelled call must throw "
+            + "CancellationError, so the .cancelled reply must become one, whatever thread it "
+            + "comes on and whatever that thread's task says about cancellation"
+          : cancelCameLate
+            ? "cancelling the task must cancel the download and throw CancellationError; the "
+              + "cancel did reach the download, but only after the file had come: it was put off "
+              + "(to a task of its own, a queue) instead of made inside onCancel, at once"
+            : "cancelling the task must cancel the download (onCancel) and throw "
+              + "CancellationError")
     ) {
       try outcome.get()
     }
@@ -250,6 +265,73 @@ struct CancellationTests {
 
     #expect(data == Self.reportData)
     #expect(downloader.downloadsCancelled == 0)
+  }
+
+  @Test("A cancel while the finished download hands over its file still ends the call")
+  func cancelWhileTheFileIsHandedOver() async throws {
+    // The downloader has finished, so the cancel stops nothing and no .cancelled reply will
+    // come: the file's callback, right after it, is the only answer left. Every real
+    // downloader has this gap between "done" and its callback.
+    let deliveries = HeldDeliveries()
+    let caller = Locked<Task<Data, any Error>?>(nil)
+    let downloader = Self.makeDownloader(
+      delivery: deliveries.script,
+      whileHandingOver: { caller.withLock { $0 }?.cancel() })
+    let task = Task { try await download(Self.report, with: downloader) }
+    caller.withLock { $0 = task }
+    await eventually("the download to start") { downloader.downloadsStarted == 1 }
+    deliveries.release()
+
+    let outcome = await Result {
+      try await withDeadline(
+        .seconds(2), "download(_:with:)",
+        hint: "the task was cancelled while the downloader was handing over the file: the "
+          + "download had already finished, so its cancel() stopped nothing and no .cancelled "
+          + "reply will come; the file's callback was the only answer left, and it did not "
+          + "resume the caller (a file dropped because the task was cancelled waits for a "
+          + "reply that never comes)"
+      ) {
+        try await task.value
+      }
+    }
+    switch outcome {
+    case .success(let data): #expect(data == Self.reportData)
+    case .failure(let error):
+      #expect(error is CancellationError, "\(Self.throwsCancellationError); got \(error)")
+    }
+    #expect(
+      downloader.cancelRequests == 1 && downloader.downloadsCancelled == 0,
+      "the test could not cancel while the finished download handed over its file")
+  }
+
+  @Test("When download(_:with:) throws CancellationError, its download has been cancelled")
+  func cancelledBeforeItThrows() async throws {
+    // The probe runs on the thread that resumes the caller, inside that resume: what the
+    // caller can see the moment it goes on, every run.
+    let probe = ResumeProbeExecutor()
+    let deliveries = HeldDeliveries()
+    let downloader = Self.makeDownloader(delivery: deliveries.script)
+    let task = Task(executorPreference: probe) {
+      try await download(Self.report, with: downloader)
+    }
+    await eventually("the download to start") { downloader.downloadsStarted == 1 }
+    let runningAtResume = Locked<Int?>(nil)
+    probe.onNextResume { runningAtResume.withLock { $0 = downloader.downloadsRunning } }
+
+    task.cancel()
+
+    await #expect(throws: CancellationError.self, "\(Self.throwsCancellationError)") {
+      try await withDeadline(.seconds(2), "download(_:with:)", hint: Self.hint) {
+        try await task.value
+      }
+    }
+    deliveries.release()
+    #expect(
+      runningAtResume.withLock { $0 } == 0,
+      Comment(
+        rawValue: "download(_:with:) answered its caller while the download was still running: "
+          + "the caller was resumed before the cancel reached the DownloadTask, so it goes on "
+          + "(and may download again) beside a download nobody stopped yet"))
   }
 
   @Test("Cancelling just as the file arrives, 200 times over, never resumes twice")

@@ -279,13 +279,20 @@ struct ReadingAPipeTests {
         return seen
       }
     }
+    // Some lines, none out of order: lost on the way, not overtaken.
+    let droppedInOrder =
+      !lines.isEmpty && lines.count < sent.count && lines == sent.filter(lines.contains)
     #expect(
       lines == sent,
       Comment(
-        rawValue: "six lines came in six reads, one after the other, and the loop got \(lines): "
-          + "something handed each read, or the end of file, to a task of its own, and tasks "
-          + "run in no promised order; a later read overtook an earlier one, or the end came "
-          + "before the last lines"))
+        rawValue: droppedInOrder
+          ? "six lines came in six reads, one after the other, and the loop got only \(lines), "
+            + "in order: the others were thrown away before the loop took them (a stream that "
+            + "buffers only some of its elements), or the end came before they were yielded"
+          : "six lines came in six reads, one after the other, and the loop got \(lines): "
+            + "something handed each read, or the end of file, to a task of its own, and tasks "
+            + "run in no promised order; a later read overtook an earlier one, or the end came "
+            + "before the last lines"))
   }
 
   @Test("Two handles read at once keep their unfinished lines apart")

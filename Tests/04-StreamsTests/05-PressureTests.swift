@@ -195,7 +195,12 @@ struct PressureTests {
 
     #expect(received.count == 3)
     #expect(
-      stopped, because("the hub still measures after the stream ended: \(closeHint)"))
+      stopped,
+      because(
+        "the hub still measures after the loop broke, and no receipt said .closed: either "
+          + "the stream ended and its .terminated was not answered (\(closeHint)), or the stream "
+          + "never ended, because something the hub keeps (a closure of it) holds the stream "
+          + "itself, so leaving the loop let go of nothing"))
     #expect(hub.receipts.last == .closed, "the hub stops when a receipt says .closed")
   }
 

@@ -83,6 +83,7 @@ func cancelWhileSending(
 /// | a waiting receiver | — | the very next element, none skipped: `conflatedWaitingReceiver` | first come, first served: `waitingReceiversInOrder` | — |
 /// | `close()` | refused after it: `sendAfterClose`; before it, accepted even from a cancelled task: `sendFromACancelledTask` | conflated: the newest, then `nil`: `conflatedCloseKeepsTheLast` | `nil`: `closeEndsWaitingReceivers` | — |
 /// | a waiting receiver is cancelled | — | `CancellationError`, takes nothing: `cancelledReceiver` | — | while a send resumes it, no deadlock: `cancelWhileResuming` |
+/// | a receiver cancelled right after a look at its cancellation | — | `CancellationError`, at once: `receiveCancelledRightAfterALook` | — | — |
 /// | many senders and receivers | — | nothing twice, nothing invented; unlimited loses nothing: `manySendersAndReceivers` | — | sends from random threads while receivers are cancelled: `sendsFromPlainThreads` |
 /// | an element handed out (buffered, or to a waiting receiver) | — | — | not kept by the channel: `receivedElementsAreReleased` | — |
 /// | a full buffer | — neither kind is ever full: send never waits | | | |
@@ -326,6 +327,28 @@ struct BufferKindsTests {
 
     #expect(throws: CancellationError.self) { try result.get() }
     #expect(try await drain(channel) == [5], "the cancelled receiver took the element")
+  }
+
+  @Test(
+    "A receive() cancelled right after any look at its cancellation ends at once",
+    arguments: [BufferKind.unlimited, .conflated])
+  func receiveCancelledRightAfterALook(kind: BufferKind) async throws {
+    // The cancel lands in the gap between a look and the store of the continuation, every
+    // run: a look made outside the step that stores the receiver loses it.
+    let lost =
+      "the receive() given with the exercise looks at its cancellation in the same locked "
+      + "step that stores the receiver; a look made before that step leaves a gap in which "
+      + "onCancel finds no receiver to end, and the receiver stored after it waits for ever"
+    let rounds = try await cancellingAfterEachLook("receive()", lostCancelCause: lost) {
+      let empty = NonBlockingChannel<Int>(kind)
+      return { try await empty.receive() }
+    }
+    for round in rounds {
+      #expect(
+        throws: CancellationError.self,
+        "a receive() cancelled \(round.fired ? "right after look \(round.look)" : "while waiting") must throw CancellationError"
+      ) { try round.result.get() }
+    }
   }
 
   @Test(

@@ -84,6 +84,7 @@ private func linesRead(
 /// | input | lines | the end | thread, timing |
 /// | --- | --- | --- | --- |
 /// | lines ending "\n", an empty line | each, without its "\n"; "" too: `linesThenEnd` | finishes at end of file: `linesThenEnd` | reads on a thread of its own, never the pool or a global queue: every test (`ProbedInput`) |
+/// | read on a private serial `DispatchQueue` | — accepted: such a queue runs on an overcommitting root queue, which adds a thread when its threads are busy, so the blocking read takes no thread other work waits for (unlike a global queue or the pool) | | |
 /// | "\r\n" endings; a lone "\r" | the "\r" of "\r\n" dropped: `windowsLineEndings`; a lone "\r" kept: `everySplitPoint` | — | — |
 /// | a leading "\r", "\r\r\n", U+0085, U+2028, U+2029, vertical tab, form feed | text, kept; only the one "\r" before "\n" goes: `otherLineBreaksAreText` | — | — |
 /// | a last line without "\n" | yielded at end of file: `unfinishedLastLine` | then finishes | — |
