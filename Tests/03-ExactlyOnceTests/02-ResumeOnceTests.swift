@@ -30,8 +30,10 @@ import WorkbookTesting
 @Suite("3.2 Resume once", .serialized)
 struct ResumeOnceTests {
   static let hint =
-    "ResumeOnce never lets the first call through to the continuation; the first "
-    + "resume must resume it"
+    "the first reply never reached the continuation: ResumeOnce did not let the first call "
+    + "through (the first resume must resume it), or the ResumeOnce was gone by the time "
+    + "the scale answered (held weakly by the handler, nothing kept it alive, and the "
+    + "continuation inside it was dropped unresumed)"
 
   static let twice: [CallbackScript] = [
     CallbackScript(timing: .synchronously, times: 2), .twice,

@@ -135,6 +135,7 @@ private final class Activity: Sendable {
 /// | the caller is cancelled | — | `CancellationError`, not a clean end: `cancellation` | none, even with transforms slow to stop: `cancellation` | — |
 /// | slow transforms | — | — | — | the source read only as workers come free, at most `workers` + 1 ahead: `readsTheSourceAsWorkersFree` |
 /// | a slow consumer | — | — | — | one result consumed at a time: `consumesOneAtATime` |
+/// | the consumer busy with a result | — | — | — | the workers go on meanwhile, reading and transforming the next elements: `workersGoOnWhileTheConsumerWorks` |
 /// | a transform fails among the last ones of a finite source | — | its error: `lastTransformFails`; at once, while another still runs: `failureWhileAnotherRuns` | that other one cancelled: `failureWhileAnotherRuns` | — |
 /// | the source throws | — | its error, not a clean end: `sourceFails` | no transform running: `sourceFails` | — |
 /// | a second call | — each call owns its channels and tasks: nothing is shared to reuse | | | |
@@ -455,6 +456,37 @@ struct PipelinesTests {
     #expect(
       seen.most == 1,
       "up to \(seen.most) consume calls ran at once: the consumer is one stage that takes the results one at a time, in one loop, while the workers go on; calling it from each worker makes it as concurrent as they are"
+    )
+  }
+
+  @Test("The workers go on while the consumer handles a result")
+  func workersGoOnWhileTheConsumerWorks() async throws {
+    let activity = Activity()
+    let firstCall = Locked(true)
+    let startedMeanwhile = Locked<Int?>(nil)
+    // The first result holds the consumer until the workers have started every element the
+    // source still has, or two seconds have passed: stages that run at once start them
+    // meanwhile; a consumer awaited by the stage that reads the source stops them all.
+    let consume: @Sendable (Int) async throws -> Void = { _ in
+      guard
+        firstCall.withLock({ first in
+          defer { first = false }; return first
+        })
+      else { return }
+      _ = await eventually(within: .seconds(2)) { activity.transforms.value.started == 4 }
+      startedMeanwhile.withLock { $0 = activity.transforms.value.started }
+    }
+
+    try await withDeadline(.seconds(10), "runPipeline(…)", hint: endHint) {
+      try await runPipeline(
+        source: finishedSource(1...4), workers: 2, transform: activity.timesTen(),
+        consume: consume)
+    }
+
+    let started = startedMeanwhile.value
+    #expect(
+      started == 4,
+      "while the consumer handled the first result, the workers started \(started.map(String.init) ?? "none") of the 4 elements and no more for two seconds: the stages did not run at once; the consumer's work held up the reading of the source, and the workers sat idle until it was done"
     )
   }
 

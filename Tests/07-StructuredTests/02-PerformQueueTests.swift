@@ -9,6 +9,11 @@ private let hint =
   "the actor's job never ran: enqueue(_:) must run every job on the queue with "
   + "runSynchronously(on:)"
 
+/// Claims `store`'s isolation from whatever thread calls it, as synchronous code does.
+private func assumeIsolatedHere(_ store: NoteStore) {
+  store.assumeIsolated { _ in }
+}
+
 private func offQueueMessage(_ context: RecordContext) -> Comment {
   let (all, reads) = (context.offQueueAccesses, context.offQueueReads)
   guard reads == all else {
@@ -36,8 +41,9 @@ private func offQueueMessage(_ context: RecordContext) -> Comment {
 /// | mixed with `perform` blocks | the blocks' notes too, in the titles and in the count `add(_:)` returns: `sharesTheQueueInOrder` | one queue, in the order submitted: `sharesTheQueueInOrder` | — |
 /// | many callers and blocks at once | no note lost; each add returns the count just after its own insert: `concurrentCallers` | — | — |
 /// | two stores on two contexts | — | each on its own queue: `twoContexts` | — |
-/// | a `perform` block busy for 2.5 s | — | — | no thread of the pool blocked while the actor waits its turn: `waitsWithoutBlocking` |
+/// | a `perform` block busy for 2.5 s | — | — | no thread of the pool blocked while `add(_:)` and `titles()` wait their turn: `waitsWithoutBlocking` |
 /// | `assumeIsolated` in a `perform` block | — optional (the hints' `checkIsolated`): an actor that hops with `perform` in each method is right too | | |
+/// | `assumeIsolated` off the context's queue | — | — | stops the program, whether the executor checks (`checkIsolated`) or the actor has the default one: `assumeIsolatedOffTheQueueTraps` |
 /// | failure, cancellation | — the methods neither throw nor wait on anything cancellable | | |
 /// | the app lets go of the store and its context | — | the store, its executor and the context's queue are released: `releasedWithTheStore` | — |
 /// | calls between `perform` blocks | each count and title list read from the context at that call, the blocks' notes included: `readsTheRecordsOnEveryCall` | — | — |
@@ -165,9 +171,13 @@ extension PerformQueueTests {
       context.insert("saved")
     }
     let titles = try await withDeadline(
-      .seconds(6), "add(_:) behind a 2.5 s perform block", hint: hint
+      .seconds(6), "add(_:) and titles() behind a 2.5 s perform block", hint: hint
     ) {
+      // Both methods wait their turn while the block runs: a read is a job of the actor
+      // like a write, not a wait of its own on the queue.
+      async let early = store.titles()
       _ = await store.add("milk")
+      _ = await early
       return await store.titles()
     }
 
@@ -283,6 +293,23 @@ extension PerformQueueTests {
             + "context's queue by itself, when enqueue(_:) gets it; a job that joins a block "
             + "or a queue of the executor's own already waiting on the queue overtakes the "
             + "perform blocks submitted before it"))
+    }
+  }
+
+  @Test("assumeIsolated off the context's queue stops the program instead of going ahead")
+  func assumeIsolatedOffTheQueueTraps() async {
+    // Code that calls assumeIsolated trusts the answer and touches the records at once; a
+    // check that always says yes lets it do so from any thread.
+    await #expect(
+      processExitsWith: .failure,
+      """
+      store.assumeIsolated, called on a thread of the pool, not on the context's queue, went \
+      ahead: the store's executor said the caller was isolated to it although it was not on \
+      its queue (a checkIsolated() that returns without checking), so code that trusts it \
+      touches the records from any thread
+      """
+    ) {
+      assumeIsolatedHere(NoteStore(context: RecordContext()))
     }
   }
 
