@@ -25,7 +25,10 @@ private let updatesHint =
   + "the stream (its onTermination closure) must hold it"
 private let failureHint =
   "gpsReceiver(_:didFailWithError:) must end the stream with continuation.finish(throwing: "
-  + "error); it is an optional delegate method, so the compiler never asked for it"
+  + "error); it is an optional delegate method, so the compiler never asked for it; if it is "
+  + "there, it let this error go by: every failure the receiver reports ends the stream, as "
+  + "locationUpdates(from:)'s doc comment says, .signalLost too, not only the ones that look "
+  + "lasting"
 /// How the receiver is stopped, for every test that finds it still on.
 let stopInOnTermination =
   "stop it in the continuation's onTermination, however the stream ends: a break, a "
