@@ -116,7 +116,7 @@ extension GoldenTests {
 }
 
 /// ``PartialBuild`` on diagnostics alone: which exercises a failed build leaves out, and why.
-@Suite struct PartialBuildTests {
+@Suite(.offThePool) struct PartialBuildTests {
   static let root = Fixtures.folder.appendingPathComponent("MiniWorkbook")
   static let chapter: Chapter = {
     let workbook = try? MetadataLoader.load(root: root)

@@ -11,7 +11,7 @@ import Testing
 /// The fixture is copied to Runner/.build/golden/MiniWorkbook (only files whose content
 /// changed are copied, so its build folders stay warm between runs) and graded there; the
 /// committed fixture is never written to.
-@Suite(.serialized, .timeLimit(.minutes(10)))
+@Suite(.serialized, .offThePool, .timeLimit(.minutes(10)))
 struct GoldenTests {
   static let fixture = Fixtures.folder.appendingPathComponent("MiniWorkbook")
   static let golden = Fixtures.folder.appendingPathComponent("Golden")

@@ -12,7 +12,7 @@ import Testing
 /// like the golden tests' copy); that path in a command line marks the processes it
 /// started.
 @Suite(
-  .serialized, .timeLimit(.minutes(10)),
+  .serialized, .offThePool, .timeLimit(.minutes(10)),
   .enabled(if: FileManager.default.fileExists(atPath: "/proc/self/stat"), "reads /proc"))
 struct RobustnessTests {
   static let fixture = Fixtures.folder.appendingPathComponent("HostileWorkbook")

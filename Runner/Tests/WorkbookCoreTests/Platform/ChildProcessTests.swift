@@ -3,7 +3,7 @@ import Testing
 
 @testable import WorkbookCore
 
-@Suite(.timeLimit(.minutes(1))) struct ChildProcessTests {
+@Suite(.offThePool, .timeLimit(.minutes(1))) struct ChildProcessTests {
   @Test func stopsAProcessThatHangsAfterPrintingACrash() throws {
     let started = Date()
     let outcome = try ChildProcess.run(

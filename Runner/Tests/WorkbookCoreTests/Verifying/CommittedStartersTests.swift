@@ -5,7 +5,7 @@ import Testing
 
 /// `verify` grades the starters as shipped: a learner's edits never count against them, and
 /// `make fingerprint` is suggested only when a committed starter changed.
-@Suite struct CommittedStartersTests {
+@Suite(.offThePool) struct CommittedStartersTests {
   static let starter = "func add(_ a: Int, _ b: Int) -> Int { 0 }  // TODO\n"
 
   /// A one-exercise workbook in a fresh folder, committed with git when `commit` is true.

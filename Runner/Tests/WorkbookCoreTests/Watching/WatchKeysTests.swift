@@ -13,7 +13,7 @@ import Darwin
 /// `watch` at a terminal takes single keys while it waits: driven through a pseudo-terminal,
 /// keys in, screen out, on a copy of the MiniWorkbook fixture.
 @Suite(
-  .serialized, .timeLimit(.minutes(10)),
+  .serialized, .offThePool, .timeLimit(.minutes(10)),
   .enabled(if: FileManager.default.fileExists(atPath: "/dev/ptmx"), "needs Linux's /dev/ptmx"))
 struct WatchKeysTests {
   static let fixture = Fixtures.folder.appendingPathComponent("MiniWorkbook")

@@ -4,7 +4,7 @@ import Testing
 @testable import WorkbookCore
 
 /// `workbook reset` puts the starter back as shipped and never loses the learner's version.
-@Suite struct StarterResetTests {
+@Suite(.offThePool) struct StarterResetTests {
   static let starter = "func add(_ a: Int, _ b: Int) -> Int { 0 }  // TODO\n"
   static let answer = "func add(_ a: Int, _ b: Int) -> Int { a + b }\n"
 

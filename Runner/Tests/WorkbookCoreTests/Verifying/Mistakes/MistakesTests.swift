@@ -9,7 +9,7 @@ import Testing
 /// is absent (and, batched with 1.2's mistake in the first round, is run again alone), one
 /// the tests let pass, a patch that does not apply, one that does not compile (a round of
 /// its own), an alternative that passes and one that fails; 1.2 has a mistake caught.
-@Suite(.serialized, .timeLimit(.minutes(15)))
+@Suite(.serialized, .offThePool, .timeLimit(.minutes(15)))
 struct MistakesTests {
   static let fixture = Fixtures.folder.appendingPathComponent("VariantWorkbook")
   static let work = Fixtures.folder.deletingLastPathComponent().deletingLastPathComponent()

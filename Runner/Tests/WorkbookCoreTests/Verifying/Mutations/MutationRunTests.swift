@@ -7,7 +7,7 @@ import Testing
 /// Runner/.build/mutants/VariantWorkbook, with exercise 1.1's solution replaced by one that
 /// has a mutant of each kind: one the tests kill, one that does not compile, one that
 /// survives (an equivalent: zero doubled is zero whether or not it is answered early).
-@Suite(.serialized, .timeLimit(.minutes(10)))
+@Suite(.serialized, .offThePool, .timeLimit(.minutes(10)))
 struct MutationRunTests {
   static let fixture = Fixtures.folder.appendingPathComponent("VariantWorkbook")
   static let work = Fixtures.folder.deletingLastPathComponent().deletingLastPathComponent()
