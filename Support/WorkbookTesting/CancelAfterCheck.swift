@@ -165,3 +165,24 @@ public func cancellingAfterEachLook<T: Sendable>(
   }
   return rounds
 }
+
+/// Expects every round of ``cancellingAfterEachLook(_:lostCancelCause:sourceLocation:_:)``
+/// to have ended with `CancellationError`, naming the round that did not.
+///
+/// - Parameter caller: The call as the learner knows it ("a receive()").
+public func expectEveryRoundThrewCancellationError<T: Sendable>(
+  _ rounds: [(look: Int, fired: Bool, result: Result<T, any Error>)],
+  caller: String,
+  sourceLocation: SourceLocation = #_sourceLocation
+) {
+  for round in rounds {
+    let when =
+      round.fired
+      ? "right after its look \(round.look) at its cancellation" : "while it waited"
+    #expect(
+      throws: CancellationError.self,
+      "\(caller) cancelled \(when) must throw CancellationError",
+      sourceLocation: sourceLocation
+    ) { try round.result.get() }
+  }
+}

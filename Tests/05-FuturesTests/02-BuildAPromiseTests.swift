@@ -403,12 +403,7 @@ struct BuildAPromiseTests {
       return { try await promise.value }
     }
 
-    for round in rounds {
-      #expect(
-        throws: CancellationError.self,
-        "an awaiter cancelled \(round.fired ? "right after its look \(round.look) at its cancellation" : "while it waited") must throw CancellationError"
-      ) { try round.result.get() }
-    }
+    expectEveryRoundThrewCancellationError(rounds, caller: "an awaiter")
     #expect(
       promises.value.allSatisfy { $0.waitingCount == 0 },
       "a cancelled awaiter leaves nothing in `waiting`")

@@ -336,12 +336,7 @@ struct AvatarCacheTests {
       return { try await cache.avatar(for: "ada") }
     }
 
-    for round in rounds {
-      #expect(
-        throws: CancellationError.self,
-        "a caller cancelled \(round.fired ? "right after its look \(round.look) at its cancellation" : "while it waited") must stop with CancellationError"
-      ) { try round.result.get() }
-    }
+    expectEveryRoundThrewCancellationError(rounds, caller: "a caller")
   }
 
   /// The rounds of ``cancelledAsItBeginsToWait()``, until `budget` has passed or a

@@ -567,18 +567,8 @@ struct BuildAChannelTests {
         let full = Channel<Int>(capacity: 0)
         return { try await full.send(1) }
       }
-      for round in receives {
-        #expect(
-          throws: CancellationError.self,
-          "a receive() cancelled \(round.fired ? "right after look \(round.look)" : "while waiting") must throw CancellationError"
-        ) { try round.result.get() }
-      }
-      for round in sends {
-        #expect(
-          throws: CancellationError.self,
-          "a send(_:) cancelled \(round.fired ? "right after look \(round.look)" : "while waiting") must throw CancellationError"
-        ) { try round.result.get() }
-      }
+      expectEveryRoundThrewCancellationError(receives, caller: "a receive()")
+      expectEveryRoundThrewCancellationError(sends, caller: "a send(_:)")
     }
 
     @Test(

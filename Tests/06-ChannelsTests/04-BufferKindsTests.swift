@@ -343,12 +343,7 @@ struct BufferKindsTests {
       let empty = NonBlockingChannel<Int>(kind)
       return { try await empty.receive() }
     }
-    for round in rounds {
-      #expect(
-        throws: CancellationError.self,
-        "a receive() cancelled \(round.fired ? "right after look \(round.look)" : "while waiting") must throw CancellationError"
-      ) { try round.result.get() }
-    }
+    expectEveryRoundThrewCancellationError(rounds, caller: "a receive()")
   }
 
   @Test(
