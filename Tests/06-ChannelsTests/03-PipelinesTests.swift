@@ -462,17 +462,17 @@ struct PipelinesTests {
   @Test("The workers go on while the consumer handles a result")
   func workersGoOnWhileTheConsumerWorks() async throws {
     let activity = Activity()
-    let firstCall = Locked(true)
+    let calls = Locked(0)
     let startedMeanwhile = Locked<Int?>(nil)
     // The first result holds the consumer until the workers have started every element the
     // source still has, or two seconds have passed: stages that run at once start them
     // meanwhile; a consumer awaited by the stage that reads the source stops them all.
     let consume: @Sendable (Int) async throws -> Void = { _ in
-      guard
-        firstCall.withLock({ first in
-          defer { first = false }; return first
-        })
-      else { return }
+      let call = calls.withLock { count in
+        count += 1
+        return count
+      }
+      guard call == 1 else { return }
       _ = await eventually(within: .seconds(2)) { activity.transforms.value.started == 4 }
       startedMeanwhile.withLock { $0 = activity.transforms.value.started }
     }
