@@ -87,6 +87,7 @@ public final class PaymentGateway: @unchecked Sendable {
   private let repliesTwice: Bool
   private let cancelReply: CallbackScript
   private let whileSubmitting: (() -> Void)?
+  private let whileHandingOver: (() -> Void)?
   private let lock = NSLock()
   private var keys: [String] = []
   private var receipts: [String: Receipt] = [:]
@@ -105,9 +106,14 @@ public final class PaymentGateway: @unchecked Sendable {
   ///   - whileSubmitting: Called inside ``submit(cents:idempotencyKey:completion:)``, on
   ///     the caller's thread, after the request has started and before the call returns
   ///     it: a test can cancel the calling Swift task there.
+  ///   - whileHandingOver: Called on the answering thread once a request has its answer, so
+  ///     that a cancel no longer stops it, and before its completion handler runs: a test
+  ///     can cancel the calling Swift task there, in the gap every real SDK has between
+  ///     "answered" and the callback.
   public init(
     replies: [Reply], repliesTwice: Bool = false, cancelReply: CallbackScript = .default,
-    whileSubmitting: (@Sendable () -> Void)? = nil
+    whileSubmitting: (@Sendable () -> Void)? = nil,
+    whileHandingOver: (@Sendable () -> Void)? = nil
   ) {
     precondition(!replies.isEmpty, "a gateway needs at least one reply")
     precondition(cancelReply.times == 1, "a cancelled request reports it exactly once")
@@ -115,6 +121,7 @@ public final class PaymentGateway: @unchecked Sendable {
     self.repliesTwice = repliesTwice
     self.cancelReply = cancelReply
     self.whileSubmitting = whileSubmitting
+    self.whileHandingOver = whileHandingOver
   }
 
   /// How many payments have been submitted (every attempt counts).
@@ -180,6 +187,7 @@ public final class PaymentGateway: @unchecked Sendable {
       return (outcome(), handler)
     }
     guard let (result, handler) = sent else { return }
+    whileHandingOver?()
     send(result, to: handler)
   }
 

@@ -26,6 +26,7 @@ import WorkbookTesting
 /// | cancelled while waiting | `CancellationError`: `cancellingStopsThePayment` | no other: `cancellingStopsThePayment` | none at return: `cancellingStopsThePayment` | the cancel answered inside the call, soon, later: `cancellingStopsThePayment` |
 /// | cancelled as an attempt answers .unavailable | `CancellationError`: `cancelBetweenAttempts` | no attempt after the cancel: `cancelBetweenAttempts` | — | — |
 /// | cancelled while a retry is submitted | `CancellationError`: `cancelWhileSubmittingARetry` | 2: `cancelWhileSubmittingARetry` | none at return: `cancelWhileSubmittingARetry` | — |
+/// | cancelled once the gateway has its answer, before the handler runs | the receipt or `CancellationError`, never a wait for a `.cancelled` that cannot come: `cancelWhileTheAnswerIsHandedOver` | after `.unavailable`, no other attempt: `cancelWhileTheAnswerIsHandedOver` | — | — |
 /// | cancelled as the receipt resumes | the receipt or `CancellationError`: `cancelWhileTheAnswerResumes`, `cancellingAsTheReceiptArrives` | — | none: `cancellingAsTheReceiptArrives` | no deadlock with `onCancel`: `cancelWhileTheAnswerResumes` |
 /// | cancelled at any moment | `CancellationError`: `cancellingAtAnyMoment` | — | none: `cancellingAtAnyMoment` | — |
 /// | cancelled between a look for an earlier cancel and the store of the request | — the gap lies between two lock steps of the answer's own that call nothing the test can pause; `cancellingAtAnyMoment` lands there only by chance, as in 3.4 (not caught) | | | |
@@ -52,12 +53,13 @@ struct PaymentBridgeTests {
   static func makeCheckout(
     _ replies: [PaymentGateway.Reply], repliesTwice: Bool = false,
     cancelReply: CallbackScript = .default, maxAttempts: Int = 3,
-    attemptTimeout: Duration = .seconds(10), whileSubmitting: (@Sendable () -> Void)? = nil
+    attemptTimeout: Duration = .seconds(10), whileSubmitting: (@Sendable () -> Void)? = nil,
+    whileHandingOver: (@Sendable () -> Void)? = nil
   ) -> Checkout {
     Checkout(
       gateway: PaymentGateway(
         replies: replies, repliesTwice: repliesTwice, cancelReply: cancelReply,
-        whileSubmitting: whileSubmitting),
+        whileSubmitting: whileSubmitting, whileHandingOver: whileHandingOver),
       maxAttempts: maxAttempts, attemptTimeout: attemptTimeout)
   }
 
@@ -318,6 +320,44 @@ struct PaymentBridgeTests {
     ) {
       try outcome.get()
     }
+  }
+
+  @Test(
+    "A cancel that lands once the gateway has its answer, before the handler runs, ends pay",
+    arguments: [PaymentGateway.Reply.approves(), .unavailable()])
+  func cancelWhileTheAnswerIsHandedOver(first: PaymentGateway.Reply) async throws {
+    // The gateway has its answer, so the cancel stops nothing and no .cancelled answer
+    // follows: the answer the handler is about to get is the last word.
+    let payment = Locked<Task<Receipt, any Error>?>(nil)
+    let checkout = Self.makeCheckout(
+      [first, .hangs],
+      whileHandingOver: {
+        _ = waitOnThisThread(upTo: .seconds(1)) { payment.value != nil }
+        payment.value?.cancel()
+      })
+    let task = Task { try await checkout.pay(cents: Self.cents, orderID: "H1") }
+    payment.withLock { $0 = task }
+
+    let outcome = try await withDeadline(
+      .seconds(2), "pay(cents:orderID:)",
+      hint: "the cancel came once the gateway had its answer and before the handler ran, so "
+        + "it stopped nothing and no .cancelled answer follows: the answer the handler gets "
+        + "is the last one, and dropping it because the task was cancelled leaves pay "
+        + "waiting for ever"
+    ) {
+      await task.result
+    }
+    switch (first, outcome) {
+    case (.approves, .success(let receipt)): #expect(receipt.cents == Self.cents)
+    case (_, .failure(let error)):
+      #expect(error is CancellationError, "\(Self.throwsCancellationError); got \(error)")
+    case (_, .success(let receipt)):
+      Issue.record("pay returned \(receipt) although the only answer was .unavailable")
+    }
+    #expect(
+      checkout.gateway.attempts == 1,
+      "the caller cancelled as attempt 1 answered, and pay started \(checkout.gateway.attempts - 1) more: \(Self.noRetryAfterCancel)"
+    )
   }
 
   @Test("A gateway that answers after 2.5 seconds holds no thread while pay waits")
