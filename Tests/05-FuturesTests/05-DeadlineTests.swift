@@ -84,7 +84,10 @@ struct FutureDeadlineTests {
   func throwsTheErrorInTime(script: CallbackScript) async throws {
     let future: CoPromise<Double> = scriptedFuture(.failure(QuoteError.marketClosed), script)
 
-    await #expect(throws: QuoteError.marketClosed) {
+    await #expect(
+      throws: QuoteError.marketClosed,
+      "the future failed with QuoteError.marketClosed well within the limit: the caller must get that error as it is; a timeout, or any other error in its place, hides what went wrong"
+    ) {
       try await withDeadline(.seconds(2), "value(timeout:)", hint: failureHint) {
         try await future.value(timeout: .seconds(1))
       }
