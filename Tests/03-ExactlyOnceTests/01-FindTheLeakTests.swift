@@ -13,6 +13,7 @@ import WorkbookTesting
 /// | an account with an avatar (inside the call, soon, later) | name and avatar: `loadsTheAvatar` | one account request, one avatar request: `loadsTheAvatar` | any thread: `loadsTheAvatar` |
 /// | an account without an avatar | a card with no avatar, not a hang: `loadsACardWithoutAvatar` | one of each, (nil, nil) not asked again: `loadsACardWithoutAvatar` | — |
 /// | an avatar of zero bytes | a card with that empty avatar, not none: `emptyAvatarIsAnAvatar` | — | — |
+/// | an account whose avatar key is empty | the avatar stored under that key: `emptyKeyIsAsked` | one avatar request: the key is the service's to read, not the caller's: `emptyKeyIsAsked` | — |
 /// | an unknown account | the service's error: `unknownAccountThrows` | no avatar asked for: `unknownAccountThrows` | — |
 /// | the avatar fails to send | the service's error: `brokenAvatarThrows` | one avatar request, no retry: `brokenAvatarThrows` | — |
 /// | without an avatar, then with one, on one service | each its own card: `reuse` | — | — |
@@ -203,6 +204,24 @@ struct FindTheLeakTests {
         rawValue: "the service sent Ada's avatar, zero bytes long, and the card is \(card): "
           + "only a nil image means no avatar; what the service sent, however short, is "
           + "passed on as it came"))
+  }
+
+  @Test("An avatar key is the service's to read: an empty one is asked for like any other")
+  func emptyKeyIsAsked() async throws {
+    let blank = AccountRecord(id: 5, displayName: "Blank", avatarKey: "")
+    let service = AccountService(accounts: [blank], avatars: ["": Self.portrait])
+
+    let card = try await withDeadline(.seconds(2), "loadProfileCard(id:from:)", hint: Self.hint) {
+      try await loadProfileCard(id: blank.id, from: service)
+    }
+
+    #expect(
+      card == ProfileCard(name: "Blank", avatar: Self.portrait),
+      Comment(
+        rawValue: "the account's avatar key is \"\" and the service has an avatar under it, "
+          + "yet the card is \(card) after \(service.avatarRequests) avatar request(s): a key, "
+          + "even an empty one, is passed to the service as it is; only the service's answer "
+          + "says whether there is an avatar"))
   }
 
   @Test("The same card loaded twice from one service asks the service twice")
