@@ -47,7 +47,8 @@ public struct GradingContext: Sendable {
 }
 
 /// Turns a suite run into a verdict, in this precedence: a blocked concurrency pool → failed
-/// (at the time limit too); killed at the time limit → never resumed; crash → crashed; a
+/// (at the time limit too); killed at the time limit → never resumed (headed by a failure a
+/// test recorded, naming its cause, before the run stuck); crash → crashed; a
 /// "Never resumed:" issue → never resumed; any other issue →
 /// failed (or not started, for an untouched starter); no test ran → failed (a metadata
 /// error); otherwise passed. ("Does not compile" is decided before anything runs.)
@@ -110,9 +111,25 @@ public enum Classifier {
             + "saw it could run again")
         return Grade(.failed, details)
       }
-      var details = [
-        "the tests were still running after \(formatSeconds(seconds)), so the runner stopped them"
-      ]
+      var details: [String] = []
+      // A test that failed, naming its cause, before the run stuck says more than the tests
+      // still running: a mistake that floods the machine (polling in a tight loop) fails
+      // the test of that very path first, then holds up the rest.
+      if !context.untouchedStarter,
+        let cause = issues.first(where: { issue in
+          issue.namesCause && !issue.texts.contains { $0.hasPrefix(neverResumedMarker) }
+        })
+      {
+        details.append(contentsOf: locate(cause, events, context))
+        details.append(contentsOf: cause.texts.filter { $0 != "Issue recorded" })
+        details.append(
+          "after that, the tests were still running after \(formatSeconds(seconds)), so the "
+            + "runner stopped them")
+      } else {
+        details.append(
+          "the tests were still running after \(formatSeconds(seconds)), so the runner stopped "
+            + "them")
+      }
       if let running = events.describeRunningTests("still running:") { details.append(running) }
       if let leaked = crash.leakedContinuation { details.append("the runtime said: \(leaked)") }
       details.append(

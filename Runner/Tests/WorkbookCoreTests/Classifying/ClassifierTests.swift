@@ -245,6 +245,20 @@ import Testing
       ])
   }
 
+  /// A mistake that floods the machine (a poll in a tight loop) fails the test of its own
+  /// path, then holds up the others until the time limit: that failure heads the verdict.
+  @Test func aFailureBeforeTheTimeLimitHeadsTheTimeout() throws {
+    let grade = Classifier.grade(
+      try Fixtures.run("failed", termination: .timedOut(seconds: 30)), sampleContext())
+    #expect(grade.verdict == .neverResumed)
+    #expect(
+      grade.details.first == "test doublesFour() at Tests/01-BasicsTests/02-DoublingTests.swift:11")
+    #expect(grade.details.contains("double(4) should be 8"))
+    #expect(
+      grade.details.contains(
+        "after that, the tests were still running after 30 s, so the runner stopped them"))
+  }
+
   /// Two tests crashing at once can hang the runtime's crash reporter, so the process runs
   /// into the limit although the crash is what stopped the tests.
   @Test(arguments: [Termination.timedOut(seconds: 30), .stoppedAfterCrash])
