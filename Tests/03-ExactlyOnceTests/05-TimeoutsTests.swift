@@ -15,10 +15,14 @@ import WorkbookTesting
 /// | the operation does not suspend | its value: `instantOperation` | — | the timer cancelled, not slept out: `instantOperation` |
 /// | the limit passes first | `TimeoutError`: `timeoutWins` | the operation cancelled and ended: `timeoutWins` | the timer sleeps for the limit: `timeoutWins` |
 /// | the limit passes around an operation slow to stop | `TimeoutError`, once it has ended: `timeoutAroundASlowOperation` | — | — |
-/// | the operation fails | its own error: `operationFails` | — | — |
+/// | the operation fails | its own error: `operationFails` | — | the timer cancelled, not slept out: `operationFails` |
+/// | the operation throws CancellationError by itself, nobody cancelled | that error, at once, not a TimeoutError once the limit has passed: `operationThrowsCancellation` | — | the timer cancelled, not slept out: `operationThrowsCancellation` |
+/// | a limit of zero, or below | `TimeoutError` with that limit: `limitAlreadyPassed` | the operation cancelled and ended: `limitAlreadyPassed` | — |
+/// | the limit passes and the operation answers its cancel with an error of its own | `TimeoutError`, not that error: `timeoutOverTheOperationsOwnError` | — | — |
 /// | the caller cancelled before the call | `CancellationError`: `callerCancelledBeforeTheCall` | nothing left running: `callerCancelledBeforeTheCall` | — |
 /// | the caller cancelled | `CancellationError`: `callerCancelled` | both children cancelled: `callerCancelled` | — |
-/// | the caller cancelled around a slow operation | `CancellationError`, not a spurious `TimeoutError`: `callerCancelledAroundASlowOperation` | — | — |
+/// | the caller cancelled around a slow operation (that then throws, or returns its value all the same) | `CancellationError`, not a spurious `TimeoutError` nor the late value: `callerCancelledAroundASlowOperation` | — | — |
+/// | the caller cancelled once the operation has its value, while the timer ends | — the value or `CancellationError`: both keep a promise (the work was done; the caller asked to stop), so neither is required | | |
 /// | races won by either side, 50 times | — | no child left running: `manyRaces` | — |
 /// | two calls at once | — each call has a task group of its own | | |
 @Suite("3.5 Timeouts")
@@ -148,6 +152,83 @@ struct TimeoutsTests {
 
     #expect(operation.running == 0, "the operation was \(Self.stillRunning)")
     #expect(clock.sleepsRunning == 0, "the timer was \(Self.stillRunning)")
+    #expect(
+      clock.sleepsRanOut == 0,
+      "the operation failed after 30 ms, yet the timer slept out the whole limit of 1 second: the error reached the caller only once the limit had passed, because the timer was left running when the operation ended with an error"
+    )
+  }
+
+  @Test("An operation that throws CancellationError by itself: that error, at once")
+  func operationThrowsCancellation() async throws {
+    // Nobody cancels anything: the operation's own CancellationError (a legacy call that
+    // reports its own cancel so) is its result, like any other error.
+    let clock = WatchedClock()
+
+    await #expect(
+      throws: CancellationError.self,
+      "the operation threw CancellationError by itself after 30 ms, with the caller not cancelled and the limit a second away: that is its result, to be passed on at once, not set aside as the loser's error while the timer runs out"
+    ) {
+      try await withDeadline(.seconds(2), "withTimeout(_:clock:operation:)", hint: Self.hint) {
+        try await withTimeout(.seconds(1), clock: clock) { () async throws -> Int in
+          try await Task.sleep(for: .milliseconds(30))
+          throw CancellationError()
+        }
+      }
+    }
+    #expect(clock.sleepsRanOut == 0, "the timer slept out the limit: \(Self.stillRunning)")
+  }
+
+  @Test(
+    "A limit of zero, or one already past, throws TimeoutError and cancels the operation",
+    arguments: [Duration.zero, .milliseconds(-5)])
+  func limitAlreadyPassed(limit: Duration) async throws {
+    let clock = WatchedClock()
+    let operation = WatchedOperation()
+
+    await #expect(
+      throws: TimeoutError(limit: limit),
+      "a limit of \(limit) has passed as soon as the call starts: the 10-second operation must be cancelled and TimeoutError thrown; a limit of zero is no limit only in some legacy APIs, not here"
+    ) {
+      try await withDeadline(
+        .seconds(2), "withTimeout(_:clock:operation:)",
+        likelyCause: {
+          clock.sleepsStarted == 0
+            ? "the limit of \(limit) had passed before the call began, yet no timer was started "
+              + "and the operation ran on: a limit of zero or below was taken to mean no limit"
+            : Self.likelyCause(clock: clock, operation: operation)
+        }
+      ) {
+        try await withTimeout(limit, clock: clock) {
+          try await operation.run(for: .seconds(10), returning: 42)
+        }
+      }
+    }
+    #expect(operation.running == 0, "the operation was \(Self.stillRunning)")
+  }
+
+  @Test("When the limit passes, TimeoutError wins over the error the cancelled operation throws")
+  func timeoutOverTheOperationsOwnError() async throws {
+    // A legacy operation answers a cancel with an error of its own: that error is what the
+    // timeout's cancel caused, not what went wrong.
+    struct LegacyCancelled: Error {}
+    let clock = WatchedClock()
+    let operation = WatchedOperation()
+
+    await #expect(
+      throws: TimeoutError(limit: .milliseconds(100)),
+      "the limit passed, and the operation answered its cancel with an error of its own: that error only echoes the timeout's cancel, so the caller must get TimeoutError"
+    ) {
+      try await withDeadline(.seconds(2), "withTimeout(_:clock:operation:)", hint: Self.hint) {
+        try await withTimeout(.milliseconds(100), clock: clock) { () async throws -> Int in
+          do {
+            return try await operation.run(for: .seconds(10), returning: 42)
+          } catch {
+            throw LegacyCancelled()
+          }
+        }
+      }
+    }
+    #expect(operation.running == 0, "the operation was \(Self.stillRunning)")
   }
 
   @Test("Cancelling the caller cancels the operation and the timer, and throws CancellationError")
@@ -206,9 +287,14 @@ struct TimeoutsTests {
     + "cancelled timer must not claim that the limit passed)"
 
   @Test(
-    "Cancelling the caller around an operation slow to honour it throws CancellationError, not a spurious TimeoutError"
-  )
-  func callerCancelledAroundASlowOperation() async throws {
+    "Cancelling the caller around an operation slow to honour it throws CancellationError, not a spurious TimeoutError",
+    arguments: [
+      WatchedOperation.WhenCancelled.throwsAfter(.milliseconds(200)),
+      .returnsAfter(.milliseconds(200)),
+    ])
+  func callerCancelledAroundASlowOperation(
+    whenCancelled: WatchedOperation.WhenCancelled
+  ) async throws {
     // The operation takes 200 ms to act on its cancellation, so the cancelled timer ends
     // first, every time: a timer that turns its cancellation into TimeoutError is seen.
     let clock = WatchedClock()
@@ -216,7 +302,7 @@ struct TimeoutsTests {
     let task = Task {
       try await withTimeout(.seconds(5), clock: clock) {
         try await operation.run(
-          for: .seconds(10), returning: 42, whenCancelled: .throwsAfter(.milliseconds(200)))
+          for: .seconds(10), returning: 42, whenCancelled: whenCancelled)
       }
     }
     await eventually("the operation and the timer (sleeping on the clock passed in) to start") {
@@ -234,7 +320,14 @@ struct TimeoutsTests {
     case .failure(is CancellationError): break
     case .failure(let error as TimeoutError): Issue.record("\(Self.spuriousTimeout); got \(error)")
     case .failure(let error): Issue.record("\(Self.spuriousTimeout); got \(error)")
-    case .success(let value): Issue.record("\(Self.spuriousTimeout); got the value \(value)")
+    case .success(let value):
+      Issue.record(
+        """
+        the caller was cancelled before the operation had a value, and withTimeout returned \
+        \(value), which the operation produced only after it had been cancelled; the timer \
+        ended first, with the caller's cancellation: a cancelled caller gets \
+        CancellationError, not what the operation made of its cancel
+        """)
     }
     #expect(operation.running == 0, "the operation was \(Self.stillRunning)")
     #expect(clock.sleepsRunning == 0, "the timer was \(Self.stillRunning)")

@@ -132,7 +132,8 @@ private func readsAfterTheEnd(of battery: Battery) async -> Int {
 /// | changes from many threads at once | each exactly once: `postsFromManyThreads` | — | — | four posting threads: `postsFromManyThreads` |
 /// | the task is cancelled, before or after a change | — | the loop ends: `removesTheObserverWhenTheTaskIsCancelled` | removed: `removesTheObserverWhenTheTaskIsCancelled` | in a storm of posts from other threads: `endsDuringAStorm` |
 /// | the stream is dropped unread | — | — | removed: `removesTheObserverWhenTheStreamIsDropped` | — |
-/// | another battery changes | none of its levels: `listensToItsOwnBatteryOnly` | — | — | — |
+/// | another battery changes | none of its levels, and this battery's level not read for it: `listensToItsOwnBatteryOnly` | — | — | — |
+/// | the stream made on an operation queue (as on the main queue) | each level: `madeOnAnOperationQueue` | — | — | still read inside the post, not on that queue: `madeOnAnOperationQueue` |
 /// | two streams at once, one ends (the first made or the last) | the other gets every change: `streamsAreIndependent` | — | the other's stays, and none is left once both end: `streamsAreIndependent` | — |
 /// | the observer only switched off (a flag), never removed | — | — | the battery is let go once the loop ended and the test dropped it (the center no longer holds the block): `letsTheBatteryGoAfterTheEnd` | — |
 /// | a failure | — a notification cannot fail | | | |
@@ -269,6 +270,37 @@ struct NotificationsTests {
       because(
         "the first value must be this battery's change: observe its notification only "
           + "(object: battery)"))
+    let reads = battery.levelReadCount
+    #expect(
+      reads == 1,
+      because(
+        "this battery changed once, and its level was read \(reads) times: the stream's block "
+          + "also ran for the other battery's changes, or for another notification, and read "
+          + "this battery's level there; every post in the app then costs this stream a read. "
+          + "Hear only this battery's level changes"))
+  }
+
+  @Test(
+    "A stream made on an operation queue, as app code on the main queue is, reads inside the post")
+  func madeOnAnOperationQueue() async throws {
+    // In an app, code that makes the stream often runs on the main queue, an operation
+    // queue; the battery posts on a queue of its own. An observer that takes its queue from
+    // where it was added runs there, later than the post (or while the post waits for it).
+    let battery = makeBattery(script: .default)
+    let appQueue = OperationQueue()
+    appQueue.maxConcurrentOperationCount = 1
+    let stream = await withCheckedContinuation { made in
+      appQueue.addOperation { made.resume(returning: levelChanges(of: battery)) }
+    }
+
+    let levels = try await read(3, from: stream, of: battery) {
+      battery.simulateChanges(to: [5, 4, 3])
+    }
+
+    #expect(levels == [5, 4, 3])
+    let readsOutsidePosts =
+      battery.levelReadsOutsidePostsCount - battery.levelReadsBeforeAnyPostCount
+    #expect(readsOutsidePosts == 0, Comment(rawValue: queueHint))
   }
 
   @Test(
