@@ -175,6 +175,10 @@ private func isCancellation(_ result: Result<some Any, any Error>) -> Bool {
 /// | awaited after it has its value | at once: `lateAwaitersReturnAtOnce` | nothing stored: `lateAwaitersReturnAtOnce` | — |
 /// | an awaiter is cancelled while it waits | `CancellationError` at once: `cancelledAwaiterLeavesTheOthers` | the others keep waiting: `cancelledAwaiterLeavesTheOthers` | — |
 /// | the task is cancelled before it awaits | `CancellationError` at once: `alreadyCancelledAwaiter` | — | — |
+/// | a cancelled task awaits a promise that already has its value | the value: `cancelledTaskGetsAReadyValue` | — | — |
+/// | the only awaiter is cancelled, then the promise completes | a later awaiter gets the value: `cancelledAwaiterLeavesThePromiseOpen` | the completion succeeds (`true`): `cancelledAwaiterLeavesThePromiseOpen` | — |
+/// | the order in which many awaiters resume | — not promised: each gets the same result (the solution's first-come order serves the runtime, Benchmarks/RESULTS.md) | | |
+/// | onCancel finds the awaiter in one locked step and removes it in another | — a completion in between resumes it twice; the gap lies between two steps of the answer's own that call nothing the test can pause, so `cancellationRace` and `stress` land there only by chance (not caught) | | |
 /// | cancelled at any moment | every awaiter ends: `cancellationRace` | none left stored: `cancellationRace` | — |
 /// | cancelled as the promise completes | one of the two, once: `cancelledAfterResumed` | — | no deadlock: `completionRacesCancellation` |
 /// | completed while its cancel is resuming an awaiter | `CancellationError` or the value, once: `completedWhileACancelResumes` | the awaiter taken out in the step that resumes it: `completedWhileACancelResumes` | the completion inside the cancel's resume, every run: `completedWhileACancelResumes` |
@@ -351,6 +355,57 @@ struct BuildAPromiseTests {
 
     #expect(isCancellation(result), "a cancelled awaiter throws CancellationError")
     #expect(promise.waitingCount == 0, "a cancelled awaiter leaves nothing in `waiting`")
+  }
+
+  @Test("A cancelled task that awaits a promise that already has its value gets the value")
+  func cancelledTaskGetsAReadyValue() async throws {
+    // "CancellationError if the awaiting task is cancelled first": here the value came first.
+    let promise = Promise<String>()
+    promise.succeed("token-7")
+    let awaiter = Task {
+      withUnsafeCurrentTask { $0?.cancel() }
+      return try await promise.value
+    }
+
+    let result = try await withDeadline(
+      .seconds(2), "promise.value in a cancelled task, the value already there",
+      hint: alreadyCancelledHint
+    ) {
+      await awaiter.result
+    }
+
+    #expect(
+      (try? result.get()) == "token-7",
+      "the promise had its value before the task was cancelled, and the awaiter got \(result): an awaiter throws CancellationError only if its task is cancelled before the result arrives; a result already there is handed over at once, cancelled task or not"
+    )
+  }
+
+  @Test(
+    "A promise whose only awaiter was cancelled is still open: it completes, and later awaiters get the value"
+  )
+  func cancelledAwaiterLeavesThePromiseOpen() async throws {
+    let promise = Promise<String>()
+    let (awaiters, waiting, notStored) = await startAwaiters(1, of: promise)
+    #expect(waiting, notStored)
+
+    awaiters[0].cancel()
+    let cancelled = try await withDeadline(
+      .seconds(2), "promise.value in the cancelled awaiter", hint: cancelHint
+    ) {
+      await awaiters[0].result
+    }
+    #expect(isCancellation(cancelled), "a cancelled awaiter throws CancellationError")
+
+    let completed = promise.succeed("token-8")
+    let later = try await withDeadline(
+      .seconds(2), "promise.value after a cancelled awaiter left", hint: resumeHint
+    ) {
+      await Result { try await promise.value }
+    }
+    #expect(
+      completed && (try? later.get()) == "token-8",
+      "the promise's only awaiter was cancelled; then succeed returned \(completed) and a new awaiter got \(later): an awaiter leaving settles nothing, the promise stays open for whoever completes it and whoever awaits it next"
+    )
   }
 
   @Test("Awaiters cancelled at any moment all end, and none is left stored")

@@ -110,12 +110,16 @@ private final class FakeDirectory: Sendable {
 /// | --- | --- | --- | --- | --- |
 /// | a search to its end | `.searching` at once, then the names: `showsTheNames` | one lookup, after the debounce: `showsTheNames` | — | the model's clock, once: `showsTheNames` |
 /// | the lookup fails | `.failed`: `showsFailed` | — | — | — |
+/// | the directory cancels the lookup itself | — `.failed`, or `.searching` left on screen: not promised, an edge the article leaves open (a legacy future's cancel may be read as the directory's failure or as a cancel) | | | |
+/// | cancelled just as the debounce ends, before the search runs on | the newest search's | no lookup left running for nobody: `cancelledAsTheDebounceEnds` | — | — |
 /// | typing during the debounce | the newest search's: `typingDuringTheDebounce` | only the newest text looked up: `typingDuringTheDebounce` | — | — |
 /// | the same text typed again during the lookup | the newest search's, the first changes nothing: `sameTextAgain` | — | — | — |
 /// | typing during the lookup | the newest search's: `typingDuringTheLookup` | the old future cancelled, its late answer ignored: `typingDuringTheLookup` | — | — |
-/// | the answer lands as a newer search or `clear()` cancels | the newer status stays: `answerAsTheSearchIsCancelled` | — | — | answered inside the cancelling job: `answerAsTheSearchIsCancelled` |
+/// | the answer (names or a failure) lands as a newer search or `clear()` cancels | the newer status stays: `answerAsTheSearchIsCancelled` | — | — | answered inside the cancelling job: `answerAsTheSearchIsCancelled` |
 /// | `clear()` | `.idle` at once, and it stays: `clearCancels` | no lookup after a cleared debounce, the future cancelled: `clearCancels` | — | — |
-/// | the model let go | — | its future cancelled: `nothingOutlivesTheModel` | released, its search cancelled, in the debounce or the lookup: `nothingOutlivesTheModel` | — |
+/// | the model let go | — | its future cancelled: `nothingOutlivesTheModel` | released, its search cancelled, in the debounce or the lookup: `nothingOutlivesTheModel`; before its task first ran, which then ends without touching it: `releasedBeforeItsTaskRuns` | — |
+/// | the lookup awaited by polling `future.result` | — not caught: the search runs on the main actor, where no test can count its wake-ups; the names come at most one poll late | | | |
+/// | the returned task cancelled by its caller | — not promised: the task is returned to be awaited; `clear()` and a newer search are what cancel a search | | | |
 /// | a slow directory (2.5 s) | the names: `slowDirectory` | — | — | the wait blocks no thread: `slowDirectory` |
 /// | a second search after one ended | — each search is its own task; `typingDuringTheDebounce` and `clearCancels` run several on one model | | | |
 @MainActor
@@ -272,9 +276,38 @@ struct PeopleSearchTests {
   }
 
   @Test(
-    "An answer that arrives just as a newer search, or clear(), cancels its search never shows",
-    arguments: [false, true])
-  func answerAsTheSearchIsCancelled(byClearing: Bool) async throws {
+    "A search cancelled just as its debounce ends starts no lookup that runs for nobody")
+  func cancelledAsTheDebounceEnds() async throws {
+    let clock = ManualClock()
+    let directory = FakeDirectory(holding: ["ada", "grace"])
+    let model = PeopleSearchModel(debounce: debounce, clock: clock, directory: directory.lookup)
+
+    let first = model.search("ada")
+    try await debounceStarted("ada", by: model, on: clock)
+    // The debounce ends; before the search can run on (it needs the main actor, which this
+    // job holds), the user types again.
+    clock.advance(by: debounce)
+    _ = model.search("grace")
+    try await withDeadline(
+      .seconds(2), "search(\"ada\"), cancelled as its debounce ended",
+      hint: "search(\"ada\") was cancelled just as its debounce ended, then looked \"ada\" "
+        + "up all the same and waited for the answer: a cancel that lands before the lookup "
+        + "starts must reach that lookup too (a cancellation handler around the wait runs at "
+        + "once in a task already cancelled)"
+    ) { await first.value }
+
+    let ada = directory.future(for: "ada")
+    #expect(
+      ada == nil || ada?.isCanceled == true,
+      "search(\"ada\") was cancelled as its debounce ended, and its lookup is still running for nobody"
+    )
+    model.clear()
+  }
+
+  @Test(
+    "An answer, names or a failure, that arrives just as a newer search, or clear(), cancels its search never shows",
+    arguments: [false, true], [false, true])
+  func answerAsTheSearchIsCancelled(byClearing: Bool, failing: Bool) async throws {
     let clock = ManualClock()
     let directory = FakeDirectory(holding: ["ada"])
     let model = PeopleSearchModel(debounce: debounce, clock: clock, directory: directory.lookup)
@@ -282,7 +315,11 @@ struct PeopleSearchTests {
     let first = try await searchLookingUp("ada", by: model, on: clock, in: directory)
     // The directory answers here, on the main actor: the search has its names, but cannot
     // run on until this job ends, and before it does, the user types again (or clears).
-    directory.future(for: "ada")?.success(FakeDirectory.names(for: "ada"))
+    if failing {
+      directory.future(for: "ada")?.fail(DirectoryError.offline)
+    } else {
+      directory.future(for: "ada")?.success(FakeDirectory.names(for: "ada"))
+    }
     let second = byClearing ? nil : model.search("grace")
     if byClearing { model.clear() }
     let expected: SearchStatus = byClearing ? .idle : .searching("grace")
@@ -429,5 +466,42 @@ struct PeopleSearchTests {
       hint: "cancelling a search must end its task"
     ) { await task.value }
     #expect(directory.queries.value == (inTheLookup ? ["ada"] : []))
+  }
+
+  @Test("A model let go right after search() returns, before its task has run, ends quietly")
+  func releasedBeforeItsTaskRuns() async throws {
+    let clock = ManualClock()
+    let directory = FakeDirectory(holding: ["ada"])
+    weak var released: PeopleSearchModel?
+    let task: Task<Void, Never>
+    do {
+      let model = PeopleSearchModel(debounce: debounce, clock: clock, directory: directory.lookup)
+      released = model
+      // On the main actor, the search's task cannot start before this test suspends: the
+      // model is gone by the time its body first runs.
+      task = model.search("ada")
+    }
+    guard released == nil else {
+      Issue.record(
+        Comment(
+          rawValue: "the model is still alive after its owner let it go, before its search "
+            + "began: its search task holds it strongly"))
+      return
+    }
+    guard task.isCancelled else {
+      Issue.record(
+        Comment(
+          rawValue: "letting the model go, before its search began, did not cancel its search: "
+            + "nothing cancels the task when the model goes"))
+      return
+    }
+    try await withDeadline(
+      .seconds(2), "search(\"ada\"), its model let go before the search began",
+      hint: "cancelling a search must end its task"
+    ) { await task.value }
+    #expect(
+      directory.queries.value.isEmpty,
+      "the model was let go before its search began, and the search still looked \(directory.queries.value) up"
+    )
   }
 }
