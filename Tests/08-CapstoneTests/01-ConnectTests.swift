@@ -20,9 +20,10 @@ import WorkbookTesting
 /// | cancelled as the welcome resumes | returns or `CancellationError`: `cancelDuringResume` | — | no deadlock with `onCancel`: `cancelDuringResume` |
 /// | cancelled after it returned | — nothing left to cancel | still joined: `secondConnect` | — |
 /// | a second call on one connection | `.alreadyUsed`, not a cancellation: `secondConnect` | the first join stays: `secondConnect` | — |
-/// | the wait for the welcome moved to a Dispatch worker blocked on a semaphore | — not tested: the caller suspends and no thread of Swift's pool is held; it costs a Dispatch worker per connect in progress | | |
+/// | the wait for the welcome moved to a Dispatch worker blocked on a semaphore (or a `DispatchGroup`) | — not tested: the caller suspends and no thread of Swift's pool is held; it costs a Dispatch worker per connect in progress | | |
 /// | the continuation resumed through the main queue | — not caught: it works whenever the main thread serves its queue, as in every test; holding the main thread to show it would stall the suite's main-actor tests in the same process | | |
 /// | two calls at once | — the legacy connection serialises them: one joins, the other is the second call | | |
+/// | a `disconnect()` from other code while the connect waits, the task not cancelled | — `CancellationError` or the connection's own `.cancelled`: the doc comment promises `CancellationError` for a cancelled task only, so either is the connection's answer | | |
 /// | cancelled between a look at `Task.isCancelled` and the legacy connect; or the welcome and `onCancel` both reaching a continuation looked at and cleared in two lock steps | — the gap lies between two steps of the answer's own that call nothing the test can pause, and the welcome cannot be made to land inside it (not caught) | | |
 @Suite("8.1 Connect")
 struct ConnectTests {
