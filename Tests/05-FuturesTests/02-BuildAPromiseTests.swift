@@ -259,13 +259,17 @@ struct BuildAPromiseTests {
     }
 
     #expect(finished, "a call to succeed(_:) never returned")
+    let why =
+      mostWinners == 0
+      ? "no completion won at all: succeed(_:) returned false even on a promise that had no "
+        + "result yet and nobody awaiting it, so whoever completes a promise nobody awaits "
+        + "yet cannot tell that it won"
+      : "deciding that there is no result yet and storing the new one must happen in one "
+        + "withLock"
     #expect(
       wrongRounds == 0,
-      """
-      \(wrongRounds) of \(rounds) promises did not have exactly one winner (up to \
-      \(mostWinners)): deciding that there is no result yet and storing the new one must \
-      happen in one withLock
-      """)
+      "\(wrongRounds) of \(rounds) promises did not have exactly one winner (up to \(mostWinners)): \(why)"
+    )
   }
 
   @Test("A failure is thrown to every awaiter, early or late")
