@@ -78,6 +78,11 @@ public final class VibrationSensor: @unchecked Sendable {
   private let measuresInsideStart: Bool
   private let sendsRunInsideStart: Bool
   private let pauseTakes: Duration
+  private let afterDropOut: (@Sendable (VibrationSensor) -> Void)?
+  /// The thread delivering a drop-out while `afterDropOut` runs; a start() from any other
+  /// thread waits until it is nil again.
+  private var finishingDropOut: pthread_t?
+  private let dropOutGate = NSCondition()
   private let queue = DispatchQueue(label: "VibrationSensor")
   private let lock = NSLock()
   private weak var storedDelegate: VibrationSensorDelegate?
@@ -106,9 +111,15 @@ public final class VibrationSensor: @unchecked Sendable {
   ///   - pauseTakes: How long ``pause()`` takes to reach the hardware: the call returns, and
   ///     the readings stop, only after this long (a resume that comes meanwhile finds the
   ///     sensor not yet paused, and does nothing).
+  ///   - afterDropOut: Called on the sensor's queue right after the delegate's
+  ///     `didStop(.interrupted)` returns, while the sensor is still busy with its drop-out: a
+  ///     ``start()`` from another thread meanwhile waits until it returns (at most 5 seconds).
+  ///     A test can end a sequence there, after the drop-out and before a restart that the
+  ///     delegate left to another thread.
   public init(
     runs: [Run], interval: Duration = .milliseconds(1), measuresInsideStart: Bool = false,
-    sendsRunInsideStart: Bool = false, pauseTakes: Duration = .zero
+    sendsRunInsideStart: Bool = false, pauseTakes: Duration = .zero,
+    afterDropOut: (@Sendable (VibrationSensor) -> Void)? = nil
   ) {
     precondition(!runs.isEmpty, "a sensor needs at least one run")
     self.runs = runs
@@ -116,6 +127,7 @@ public final class VibrationSensor: @unchecked Sendable {
     self.measuresInsideStart = measuresInsideStart
     self.sendsRunInsideStart = sendsRunInsideStart
     self.pauseTakes = pauseTakes
+    self.afterDropOut = afterDropOut
   }
 
   /// Whether the sensor is measuring (paused or not).
@@ -144,6 +156,7 @@ public final class VibrationSensor: @unchecked Sendable {
 
   /// Starts measuring: the next run of the script. Does nothing if the sensor is running.
   public func start() {
+    waitUntilTheDropOutIsOver()
     let started: Int? = locked {
       guard !running else { return nil }
       running = true
@@ -237,11 +250,33 @@ public final class VibrationSensor: @unchecked Sendable {
       if scheduleNext { schedule(generation) }
       return .measured
     case .end(let reason)?:
+      guard case .interrupted = reason, let afterDropOut else {
+        delegate?.sensor(self, didStop: reason)
+        return .ended
+      }
+      // Closed before the delegate hears of it, so that only its own thread gets through.
+      dropOutGate.withLock { finishingDropOut = pthread_self() }
       delegate?.sensor(self, didStop: reason)
+      afterDropOut(self)
+      dropOutGate.withLock {
+        finishingDropOut = nil
+        dropOutGate.broadcast()
+      }
       return .ended
     case nil:
       return .nothing
     }
+  }
+
+  /// See `afterDropOut`.
+  private func waitUntilTheDropOutIsOver() {
+    let me = pthread_self()
+    let giveUp = Date(timeIntervalSinceNow: 5)
+    dropOutGate.lock()
+    while let holder = finishingDropOut, pthread_equal(holder, me) == 0,
+      dropOutGate.wait(until: giveUp)
+    {}
+    dropOutGate.unlock()
   }
 
   private func locked<T>(_ body: () throws -> T) rethrows -> T {

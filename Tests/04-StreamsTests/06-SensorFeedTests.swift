@@ -1,3 +1,4 @@
+import Foundation
 import LegacyKit
 import Testing
 import WorkbookTesting
@@ -85,6 +86,7 @@ private func readUnlessTheStartWasMissed<T: Sendable>(
 /// | a whole run and its end sent inside `start()` | 300, once each, in order, none lost at the end: `runInsideStart` | ends after the last one: `runInsideStart` | paused and resumed inside the run: `runInsideStart` | — |
 /// | the sensor fails | the readings before it: `failure` | throws its error: `failure` | — | — |
 /// | drops out | all, across restarts: `restartsAfterADropOut` | goes on | started again: `restartsAfterADropOut` | — |
+/// | drops out, and the restart sends a reading inside `start()`, on the thread that restarts it | all, across restarts: `restartThatMeasuresAtOnce` (a lock held around `start()` is met again in `didMeasure`) | goes on | — | — |
 /// | a slow reader | none lost, in order: `backPressure` | — | paused at capacity, resumed at half: `backPressure`; not before half: `staysPausedUntilHalfIsRead` | — |
 /// | a pause that reaches the sensor 30 ms late | all, in order: `slowPauseIsNotOvertaken` | — | never paused for good by a pause that lands after the resume: `slowPauseIsNotOvertaken` | — |
 /// | drops out while paused | none lost: `restartUnderPressure` | — | goes on, paused; never more than capacity unread across the drop-out: `restartUnderPressure`, and exactly: `dropOutKeepsTheCount` | — |
@@ -96,7 +98,7 @@ private func readUnlessTheStartWasMissed<T: Sendable>(
 /// | a slow sensor (2.5 s to its end) | — | ends with the session: `slowSensor` | — | the wait blocks no thread: `slowSensor` |
 /// | two sequences at once on one sensor | — the sensor has one delegate: one sequence at a time, by its contract | | | |
 /// | a reading still being delivered as the sequence ends pauses the sensor again (no `ended` mark) | — not caught: the reading must be inside the feed's callback, before its lock, while `stop()` runs; the sensor calls nothing a test can pause there | | | |
-/// | the restart after a drop-out handed to another queue | — not caught: the loop must end in the moment between the drop-out and the late start, which the sensor cannot steer | | | |
+/// | the loop leaves just after a drop-out | — | — | stopped, and still stopped a while after: `endAfterADropOutStaysStopped` (the sensor holds its queue, and any start() from another thread, until the end has stopped it, so a restart left to a task or another queue comes after the end) | — |
 // One test at a time: `slowPauseIsNotOvertaken`'s sensor takes 30 ms per pause on its
 // queue's thread, which its neighbours' deadlines would feel.
 @Suite("4.6 Sensor feed (challenge)", .serialized)
@@ -639,5 +641,96 @@ extension SensorFeedTests {
               + "sequence dropped or cancelled before then has ended before its onTermination "
               + "was set, and the sensor is started afterwards with nobody to stop it"))
     _ = await eventually(within: .seconds(1)) { !sensor.isRunning }
+  }
+}
+
+extension SensorFeedTests {
+  @Test("A sensor that measures inside start() is started again after a drop-out, and goes on")
+  func restartThatMeasuresAtOnce() async throws {
+    // This sensor has a reading ready whenever it is started, and sends it inside start(), on
+    // the thread that called it, before start() returns. After a drop-out, that thread is
+    // the one running the feed's didStop.
+    let sensor = VibrationSensor(
+      runs: [
+        .init(readings: 5, then: .interrupted), .init(readings: 5, then: .interrupted),
+        .init(readings: 5, then: .finished),
+      ],
+      measuresInsideStart: true)
+
+    let readings = try await withDeadline(
+      .seconds(2), "for try await reading in vibrations(…)",
+      likelyCause: {
+        sensor.starts > 1
+          ? "the sensor dropped out, was started again, and the loop got no reading after "
+            + "that: this sensor sends a reading inside start(), on the thread that called it, "
+            + "and the delegate's didMeasure runs before start() returns. Code that holds a "
+            + "lock while it calls start() meets that same lock again in didMeasure, on the "
+            + "same thread, and waits for itself for good"
+          : restartHint
+      }
+    ) {
+      var readings: [Vibration] = []
+      for try await reading in vibrations(from: sensor, capacity: 64) { readings.append(reading) }
+      return readings
+    }
+
+    #expect(
+      numbers(readings) == Array(1...15),
+      "\(restartHint); got readings \(numbers(readings))")
+  }
+
+  @Test("A sequence that ends just after the sensor dropped out leaves it stopped for good")
+  func endAfterADropOutStaysStopped() async throws {
+    // The sensor drops out after 5 readings, and the loop leaves as soon as the feed has been
+    // told. Meanwhile the sensor's queue waits (at most 2 s) until the sequence has stopped
+    // it, and a start() from any other thread waits with it: a restart the drop-out left to
+    // a task or another queue reaches the sensor after the end, as it may on any machine.
+    let droppedOut = Locked(false)
+    let dropOutOver = Locked(false)
+    let sensor = VibrationSensor(
+      runs: [.init(readings: 5, then: .interrupted), .init(readings: 100_000, then: .finished)],
+      afterDropOut: { sensor in
+        droppedOut.withLock { $0 = true }
+        let giveUp = ContinuousClock.now + .seconds(2)
+        while sensor.stops == 0 && ContinuousClock.now < giveUp {
+          Thread.sleep(forTimeInterval: 0.001)
+        }
+        dropOutOver.withLock { $0 = true }
+      })
+    // Whatever this answer left running, it does not measure for the rest of the run.
+    defer { sensor.stop() }
+
+    let readings = try await withDeadline(
+      .seconds(2), "for try await reading in vibrations(…)", hint: restartHint
+    ) {
+      var readings: [Vibration] = []
+      for try await reading in vibrations(from: sensor, capacity: 64) {
+        readings.append(reading)
+        guard readings.count == 5 else { continue }
+        // The last reading before the drop-out: leave as soon as the feed has heard of it.
+        _ = await eventually(within: .seconds(2)) { droppedOut.value }
+        break
+      }
+      return readings
+    }
+    #expect(
+      numbers(readings) == Array(1...5), "expected readings #1 to #5; got \(numbers(readings))")
+    guard droppedOut.value else { return }  // never dropped out: `restartsAfterADropOut` names that
+    guard await eventually(within: .seconds(3), { dropOutOver.value }), sensor.stops > 0 else {
+      Issue.record("\(stopHint)")
+      return
+    }
+
+    // A restart still on its way gets its turn.
+    let runsAgain = await eventually(within: .milliseconds(500)) { sensor.isRunning }
+    #expect(
+      !runsAgain,
+      """
+      the sensor was running again after the sequence had ended: it dropped out just before \
+      the loop left, and its restart came after the end had stopped it. A restart that runs \
+      later than the drop-out's didStop (in a task, or a block on another queue) can come \
+      after the sequence has ended, whenever it gets its turn; the sensor then measures for \
+      nobody, and a new sequence's start() finds it running and does nothing
+      """)
   }
 }
