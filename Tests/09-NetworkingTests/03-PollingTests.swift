@@ -77,6 +77,7 @@ private func firstBodies(
 /// | refused | throws the session's `URLError`: `refusedEnds` | — (nothing was connected; the poller ends with the stream, as on a 500) | — (the stream ends) | — |
 /// | listener breaks | no request after: `breakingStops` | the session let go: `sessionReleased` | — (nobody reads any more) | — |
 /// | listener's task cancelled | the request in flight cancelled: `cancellingStopsTheRequest` | server sees the close; the session let go: `sessionReleased` | — (nobody reads any more) | — |
+/// | listener leaves as a poll creates its data task (a legacy dataTask bridge) | that data task cancelled, or never resumed: `leavingAsAPollStarts` | — (an offline data task: no connection) | — (nobody reads any more) | the cancel inside the data task's creation, before the poll has it (`ScriptedSession.afterCreating`): `leavingAsAPollStarts` |
 /// | two streams at once, one left | the other goes on polling: `twoStreamsAtOnce` | — (as one stream) | — (each stream has its own) | — |
 /// | second listener of one stream | — (a stream has one listener) | — | — | — |
 @Suite("9.3 Polling")
@@ -452,6 +453,70 @@ struct PollingTests {
       Comment(
         rawValue: "it kept polling after nobody listened: the request in flight was never "
           + "cancelled (the server never saw its connection close)"))
+  }
+
+  @Test("A listener that leaves just as a poll creates its data task leaves no request running")
+  func leavingAsAPollStarts() async throws {
+    let server = try startedServer(["/status": .hang])
+    defer { server.stop() }
+    // Offline data tasks: nothing answers them, and only a cancel completes them.
+    let session = ScriptedSession()
+    let dataTask = Locked<OfflineDataTask?>(nil)
+    session.offline.withLock { $0 = { task in dataTask.withLock { $0 = task } } }
+    let listener = Locked<Task<Void, any Error>?>(nil)
+    // Inside the poll, the moment its data task exists and before the poll has it in hand:
+    // the listener leaves right there (its task cancelled, and with it the task that polls,
+    // whichever it is).
+    session.afterCreating.withLock {
+      $0 = {
+        listener.value?.cancel()
+        withUnsafeCurrentTask { $0?.cancel() }
+      }
+    }
+
+    let url = server.url("/status")
+    let (go, open) = AsyncStream.makeStream(of: Void.self)
+    let task = Task {
+      for await _ in go { break }
+      for try await _ in poll(url, every: .milliseconds(5), session: session) {}
+    }
+    listener.withLock { $0 = task }
+    open.yield()
+    _ = await eventually { session.created.value > 0 || server.requests.count > 0 }
+    if session.created.value == 0 {
+      // The polls do not go through the legacy dataTask(with:completionHandler:): nothing
+      // was created to race (`cancellingStopsTheRequest` covers a request cancelled).
+      task.cancel()
+      _ = try? await withDeadline(
+        .seconds(2), "polling after its task was cancelled",
+        hint: "the stream never ends once nobody listens: cancel the polling from onTermination"
+      ) {
+        try await task.value
+      }
+      return
+    }
+    _ = try? await withDeadline(
+      .seconds(2), "polling after its listener left as a poll began",
+      hint: "the stream never ends once nobody listens: cancel the polling from onTermination"
+    ) {
+      try await task.value
+    }
+    // A data task that was never resumed sent nothing; one that was must be cancelled.
+    let cancelled = await eventually(within: .milliseconds(500)) {
+      dataTask.value?.isCompleted ?? false
+    }
+    let resumed = dataTask.value != nil
+    #expect(
+      cancelled || !resumed,
+      Comment(
+        rawValue: "the listener left just as a poll had created its data task, before the "
+          + "poll had it in hand, and that data task was resumed and never cancelled: the "
+          + "cancel was lost, because it came when there was no data task to cancel yet and "
+          + "nothing looked for it afterwards; the request goes out with nobody listening, "
+          + "and on a server that never answers it holds its connection (and the poll) "
+          + "forever"))
+    // Let the stuck poll end, so that it holds nothing after the test.
+    dataTask.value?.cancel()
   }
 
   @Test("Once the stream is over, nothing holds the session any more")

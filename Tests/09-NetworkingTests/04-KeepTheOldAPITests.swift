@@ -59,13 +59,16 @@ private func waitFor(_ semaphore: DispatchSemaphore) { semaphore.wait() }
 /// | path | completion gets | released | calls | thread, timing |
 /// | --- | --- | --- | --- | --- |
 /// | forecast | `.success(text)`: `successOnce` | — (the async call owns its request) | once: `successOnce` | returns its request at once, holds no thread while the forecast comes: `returnsAtOnce`; any thread, the main one not needed: `cancelAfterTheForecastArrived` |
-/// | failure | `.failure` with the async API's own error: `failureOnce` | — (as a forecast) | once: `failureOnce` | — (as a forecast) |
-/// | the network fails (connection dropped) | `.failure` with the session's `URLError`: `transportFailureOnce` | — (the server closed it) | once: `transportFailureOnce` | — |
+/// | failure | `.failure` with the async API's own error: `failureOnce` | — (as a forecast) | once, the request sent once (no retry): `failureOnce` | — (as a forecast) |
+/// | the network fails (connection dropped) | `.failure` with the session's `URLError`: `transportFailureOnce` | — (the server closed it) | once, the request sent once (no retry): `transportFailureOnce` | — |
+/// | the session cancels the request (invalidated), not the caller | `.failure` with the session's `URLError(.cancelled)`: `cancelledBySessionCallsBack` | — (the session closed it) | once: `cancelledBySessionCallsBack` | — |
 /// | status codes | — (the async `forecast(for:)`, given, turns them into `ForecastUnavailable`) | — | — | — |
 /// | cancel in flight | nothing: `cancelNeverCallsBack` | the request cancelled, server sees the close: `cancelNeverCallsBack` | never: `cancelNeverCallsBack` | — |
-/// | cancel once the forecast is in, before the task awaiting it ran on | nothing: `cancelBeforeTheTaskRunsOn` | — (the request is over) | never: `cancelBeforeTheTaskRunsOn` | the session's hand-over held (`withPlainThreadJobsReordered`), the cancel in between: `cancelBeforeTheTaskRunsOn` |
-/// | cancel once the forecast is in, before the completion ran | nothing: `cancelAfterTheForecastArrived` | — (the request is over) | never: `cancelAfterTheForecastArrived` | the completion held up (a busy main thread), the cancel in between: `cancelAfterTheForecastArrived` |
-/// | cancel between the last check and the call | — the contract is "cancelled first": a cancel that lands after the task decided to call back may still see the call, unless cancel() and the call share a lock (an alternative does); a hop to another queue between the check and the call widens that gap, and no test can aim at it (not caught) | — | — | — |
+/// | cancel once the forecast (or a 500) is in, before the task awaiting it ran on | nothing, whatever the outcome's error: `cancelBeforeTheTaskRunsOn` | — (the request is over) | never: `cancelBeforeTheTaskRunsOn` | the session's hand-over held (`withPlainThreadJobsReordered`), the cancel in between: `cancelBeforeTheTaskRunsOn` |
+/// | cancel once the forecast is in, before the completion ran | nothing: `cancelAfterTheForecastArrived`, `cancelWhileAnotherCompletionRuns` | — (the request is over) | never: `cancelAfterTheForecastArrived`, `cancelWhileAnotherCompletionRuns` | the completion held up (a busy main thread; another request's completion still running), the cancel in between: `cancelAfterTheForecastArrived`, `cancelWhileAnotherCompletionRuns` |
+/// | cancel while the completion runs | — (it has started: it runs to its end) | — | once | cancel() returns without waiting for the running completion (which may be waiting for the cancelling thread): `cancelWhileTheCompletionRuns` |
+/// | cancel between the last check and the call | — the contract is "cancelled first": a cancel that lands after the task decided to call back may still see the call, unless cancel() and the call are decided under one lock, taken before the call (an alternative does); a hop to another queue between the check and the call widens that gap: aimed at when the hop waits for the main thread or for another request's completion (above), not otherwise (not caught) | — | — | — |
+/// | completions one at a time (a serial queue of their own) | — not promised either way: the completion is called on an arbitrary thread, and one that checks for a cancel in its turn is correct; one that checks before waiting its turn is caught above (`cancelWhileAnotherCompletionRuns`) | — | — | — |
 /// | many requests, some cancelled; a request after a cancelled one | each its own outcome: `manyRequests`, `requestAfterACancelledOne` | — (as one request) | once each, cancelled never: `manyRequests` | — |
 /// | listener leaving, second listener | — (a completion, not a stream) | — | — | — |
 // One test at a time: two of them hold what the others' checks watch (the main thread, and
@@ -130,6 +133,16 @@ struct KeepTheOldAPITests {
       results.count <= 1,
       "called back \(results.count) times: the completion must be called exactly once",
       sourceLocation: sourceLocation)
+    // Once the completion has its failure, every request of the call has reached the server.
+    let sent = server.requests.filter { $0 == "/forecast/oslo" }.count
+    #expect(
+      !called || sent == 1,
+      Comment(
+        rawValue: "one call of the old API, and the server got \(sent) requests: a failed "
+          + "request was sent again before the completion heard of it; the old API sends its "
+          + "request once and hands the failure on as it is (a request sent twice is work the "
+          + "caller never asked for, and the completion then reports another attempt, later)"),
+      sourceLocation: sourceLocation)
     if case .failure(let error)? = results.first {
       #expect(
         isExpected(error), "pass \(expected) on unchanged, got \(error)",
@@ -147,6 +160,41 @@ struct KeepTheOldAPITests {
         + "called: every error the async call throws must reach the completion, not only "
         + "ForecastUnavailable (only a cancel by the handle stays silent)",
       isExpected: { $0 is URLError }, expected: "the session's error (a URLError)")
+  }
+
+  @Test("A request its session cancelled, not its caller, calls back once with that error")
+  func cancelledBySessionCallsBack() async throws {
+    let server = try startedServer(["/forecast/oslo": .hang])
+    defer { server.stop() }
+    let session = makeSession()
+    let calls = Calls([])
+
+    try await request(service(server, session), "oslo") { result in
+      calls.withLock { $0.append(result) }
+    }
+    let sent = await requestArrived(server, "/forecast/oslo")
+    #expect(sent, "the request should have been sent")
+    guard sent else { return }
+    // The app lets go of the session (a user logs out): its tasks end with
+    // URLError(.cancelled), though no caller cancelled its request.
+    session.invalidateAndCancel()
+    let called = await eventually { !calls.value.isEmpty }
+    #expect(
+      called,
+      Comment(
+        rawValue: "the session cancelled its tasks (invalidateAndCancel(), at a log-out say) "
+          + "while the request was in flight, and the completion was never called: the "
+          + "caller did not cancel, so it waits for its completion (a spinner that never "
+          + "stops); the request failed with the session's URLError(.cancelled), and only "
+          + "the caller's own cancel() stays silent, whatever error a request ends with"))
+    try await Task.sleep(for: .milliseconds(50))
+    let results = calls.value
+    #expect(
+      results.count <= 1,
+      "called back \(results.count) times: the completion must be called exactly once")
+    if case .success(let text)? = results.first {
+      Issue.record("expected the session's error, got .success(\"\(text)\")")
+    }
   }
 
   @Test("cancel() cancels the request and the completion is never called")
@@ -317,9 +365,109 @@ struct KeepTheOldAPITests {
           + "promises a completion on any thread, not one that waits for the main thread)"))
   }
 
-  @Test("A cancel() that comes once the forecast is in, before its task ran on with it, still wins")
-  func cancelBeforeTheTaskRunsOn() async throws {
-    let server = try startedServer(["/forecast/oslo": .ok("rain")])
+  @Test("A cancel() that comes while another request's completion runs still wins")
+  func cancelWhileAnotherCompletionRuns() async throws {
+    let server = try startedServer([
+      "/forecast/oslo": .ok("snow"), "/forecast/rome": .slowHeaders(.milliseconds(300), "sun"),
+    ])
+    defer { server.stop() }
+    let weather = service(server, makeSession())
+    let romeCalls = Calls([])
+    let rome = Locked<ForecastRequest?>(nil)
+    // Set by oslo's completion: whether it cancelled rome's request while rome's forecast
+    // was in and rome's completion had not run (nil: it has not decided yet).
+    let cancelledInTheGap = Locked<Bool?>(nil)
+
+    // Oslo's completion is slow (a long job of the call site's), and while it runs, rome's
+    // forecast comes in; a correct answer calls rome back meanwhile, on another thread. If
+    // rome's completion has not run 800 ms after its forecast came, the caller cancels rome
+    // from oslo's completion. The waits block this completion's own thread, briefly: no
+    // task is needed to judge, even if every thread of the pool is held.
+    try await request(weather, "oslo") { _ in
+      let clock = ContinuousClock()
+      let romeIn = clock.now + .seconds(3)
+      while clock.now < romeIn, rome.value == nil || !server.answered.contains("/forecast/rome") {
+        Thread.sleep(forTimeInterval: 0.005)
+      }
+      guard let romeRequest = rome.value, server.answered.contains("/forecast/rome") else {
+        cancelledInTheGap.withLock { $0 = false }
+        return
+      }
+      let grace = clock.now + .milliseconds(800)
+      while clock.now < grace, romeCalls.value.isEmpty { Thread.sleep(forTimeInterval: 0.005) }
+      guard romeCalls.value.isEmpty else {
+        cancelledInTheGap.withLock { $0 = false }
+        return
+      }
+      romeRequest.cancel()
+      cancelledInTheGap.withLock { $0 = true }
+    }
+    let pending = try await request(weather, "rome") { result in
+      romeCalls.withLock { $0.append(result) }
+    }
+    rome.withLock { $0 = pending }
+    let decided = await eventually(within: .seconds(6)) { cancelledInTheGap.value != nil }
+    // Oslo's completion never ran (the tests above name that), or rome called back in time:
+    // no window left for a cancel to fall into, nothing to judge in this run.
+    guard decided, cancelledInTheGap.value == true else { return }
+    _ = await eventually(within: .milliseconds(300)) { !romeCalls.value.isEmpty }
+    let results = romeCalls.value
+    #expect(
+      results.isEmpty,
+      Comment(
+        rawValue: "rome's forecast had arrived while oslo's completion was still running, and "
+          + "rome's completion had not run 800 ms later; cancel() came then, and rome's "
+          + "completion was still called, with \(results): it waited behind another "
+          + "request's completion after deciding it was not cancelled, so a cancel in the "
+          + "meantime was missed (completions are called on an arbitrary thread, not in turn "
+          + "with each other)"))
+  }
+
+  @Test("cancel() returns at once while the completion runs, without waiting for it")
+  func cancelWhileTheCompletionRuns() async throws {
+    let server = try startedServer(["/forecast/oslo": .ok("snow")])
+    defer { server.stop() }
+    let session = makeSession()
+    let running = Locked(false)
+    // Set by the completion as it returns: whether cancel() had returned meanwhile.
+    let sawCancelReturn = Locked<Bool?>(nil)
+    let cancelReturned = DispatchSemaphore(value: 0)
+
+    // The completion waits for the thread that cancels (a DispatchQueue.main.sync to
+    // update a label, while the main thread cancels as its screen goes away), briefly:
+    // the wait blocks its own thread only, and ends after a second whatever happens.
+    let pending = try await request(service(server, session), "oslo") { _ in
+      running.withLock { $0 = true }
+      let returned = cancelReturned.wait(timeout: .now() + 1) == .success
+      sawCancelReturn.withLock { $0 = returned }
+    }
+    // The completion never ran: the tests above name that.
+    guard await eventually({ running.value }) else { return }
+    let caller = Thread {
+      pending.cancel()
+      cancelReturned.signal()
+    }
+    caller.name = "a caller that cancels"
+    caller.start()
+    let finished = await eventually(within: .seconds(3)) { sawCancelReturn.value != nil }
+    #expect(
+      !finished || sawCancelReturn.value == true,
+      Comment(
+        rawValue: "cancel() was called from another thread while the completion was running, "
+          + "and it did not return until the completion had: cancel() waits for something "
+          + "the running completion holds (a lock the completion is called under), so a "
+          + "completion that waits for the thread that cancels deadlocks, and so does one "
+          + "that cancels its own request"))
+  }
+
+  @Test(
+    "A cancel() that comes once the answer is in, before its task ran on with it, still wins",
+    arguments: [200, 500])
+  func cancelBeforeTheTaskRunsOn(status: Int) async throws {
+    // A forecast, or a failure: either way the request is over and its outcome is not a
+    // cancellation, so only the cancel itself can tell the task not to call back.
+    let answer: HTTPTestResponse = status == 200 ? .ok("rain") : .status(500, "down")
+    let server = try startedServer(["/forecast/oslo": answer])
     defer { server.stop() }
     let session = makeSession()
     let calls = Calls([])
@@ -347,9 +495,15 @@ struct KeepTheOldAPITests {
     #expect(
       results.isEmpty,
       Comment(
-        rawValue: "the forecast had arrived, and cancel() came before the task that awaited it "
-          + "ran on; the completion was still called, with \(results): a cancelled request "
-          + "never calls back, whatever its outcome, a forecast that came just in time included"))
+        rawValue: status == 200
+          ? "the forecast had arrived, and cancel() came before the task that awaited it ran "
+            + "on; the completion was still called, with \(results): a cancelled request never "
+            + "calls back, whatever its outcome, a forecast that came just in time included"
+          : "the server's 500 had arrived, and cancel() came before the task that awaited it "
+            + "ran on; the completion was still called, with \(results): a cancelled request "
+            + "never calls back, whatever its outcome, a failure that came just in time "
+            + "included (its error is the server's, not a cancellation's: what the error is "
+            + "cannot tell whether the caller cancelled)"))
   }
 
   @Test("A request made after another was cancelled still calls back")
