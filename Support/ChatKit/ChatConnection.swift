@@ -106,6 +106,19 @@ public final class ChatConnection: @unchecked Sendable {
   /// tasks at once then overtake each other, as they may on any busy machine.
   static let slowToQueuePrefix = "slow to queue: "
 
+  /// For tests: a line that starts with this is held on its way into the connection, without
+  /// holding a thread (`send` returns at once), until `send` is called again on this
+  /// connection, or a second has passed. A send made while it waits is queued first, and the
+  /// held line right after it. Lines sent one after another, each once the one before has
+  /// gone, keep their order (the next send comes only after the held line's completion); a
+  /// line sent from another task while the held one is on its way overtakes it, every time.
+  static let heldUntilNextSendPrefix = "held until the next send: "
+
+  /// The line held by ``heldUntilNextSendPrefix``, numbered so that its time-out lets go of
+  /// that one only (under `lock`).
+  private var heldSend: (number: Int, queue: () -> Void)?
+  private var heldSends = 0
+
   /// A connection that calls its delegate and completion handlers on `callbackQueue`.
   public init(
     callbackQueue: DispatchQueue = DispatchQueue(label: "ChatKit.ChatConnection.callbacks")
@@ -187,6 +200,31 @@ public final class ChatConnection: @unchecked Sendable {
   /// ``ChatConnectionError/invalidLine``, or whatever ended the connection first.
   public func send(_ line: String, completion: ((Error?) -> Void)? = nil) {
     if line.hasPrefix(Self.slowToQueuePrefix) { usleep(20_000) }
+    let waiting = lock.withLock { () -> (() -> Void)? in
+      defer { heldSend = nil }
+      return heldSend?.queue
+    }
+    if line.hasPrefix(Self.heldUntilNextSendPrefix) {
+      let number = lock.withLock { () -> Int in
+        heldSends += 1
+        heldSend = (heldSends, { self.queueSend(line, completion) })
+        return heldSends
+      }
+      DispatchQueue.global().asyncAfter(deadline: .now() + 1) { [self] in
+        let held = lock.withLock { () -> (() -> Void)? in
+          guard let held = heldSend, held.number == number else { return nil }
+          heldSend = nil
+          return held.queue
+        }
+        held?()
+      }
+    } else {
+      queueSend(line, completion)
+    }
+    waiting?()
+  }
+
+  private func queueSend(_ line: String, _ completion: ((Error?) -> Void)?) {
     queue.async { [self] in
       let completion = completion ?? { _ in }
       guard state == .connected else {

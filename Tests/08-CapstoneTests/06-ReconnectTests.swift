@@ -1,10 +1,10 @@
-import ChatKit
 import Dispatch
 import Foundation
 import Testing
 import WorkbookTesting
 
 @testable import Capstone
+@testable import ChatKit
 
 #if canImport(Glibc)
 import Glibc
@@ -36,10 +36,11 @@ private struct Chat {
   let clock = ManualClock()
 
   /// Runs on `executor` if one is given. `whilePrinting` runs inside each `output` call,
-  /// before the line is recorded: a slow terminal, say.
+  /// before the line is recorded: a slow terminal, say. `typedFirst` is in the input before
+  /// the command is called, and `inputEndedFirst` ends the input then too.
   init(
     _ name: String, port: UInt16, on executor: OneThreadExecutor? = nil,
-    policy: ReconnectPolicy = policy,
+    policy: ReconnectPolicy = policy, typedFirst: [String] = [], inputEndedFirst: Bool = false,
     whilePrinting: @escaping @Sendable (String) -> Void = { _ in }
   ) {
     let (lines, input) = AsyncStream.makeStream(of: String.self)
@@ -49,6 +50,8 @@ private struct Chat {
       printed, printedLate, ended, inputTerminated, clock
     )
     input.onTermination = { _ in inputTerminated.withLock { $0 = true } }
+    for line in typedFirst { input.yield(line) }
+    if inputEndedFirst { input.finish() }
     let printing = Locked<[String]>([])
     run = Task(executorPreference: executor) {
       defer {
@@ -253,7 +256,9 @@ private func refusingListener(on port: UInt16) async throws -> RefusingListener 
 /// | cancelled while waiting | ends: `cancelling` | the input side stops: `cancelling` | — |
 /// | cancelled while a try waits for its welcome | ends: `cancelledWhileTrying` | the try's socket hangs up, the input side stops: `cancelledWhileTrying` | — |
 /// | waits | — | — | on the clock it is given, never real time: `reconnects` (a `ManualClock`); never a blocked thread: `withDeadline` in every test |
-/// | each typed line sent by a child task of its own | — not caught every run: lines typed one after another only overtake each other when two tasks run at once and the later one's send wins | | |
+/// | lines typed together, the first slow on its way into the connection | — | — | the others receive them in the order typed: `sendsInTheOrderTyped` (ChatConnection holds the first line until the next send, so sends from several tasks at once overtake it every run) |
+/// | lines typed, and the input ended, before the call | returns once they are sent: `sendsWhatWasTypedBeforeJoining` | joins first, sends them, then hangs up: `sendsWhatWasTypedBeforeJoining` | no "! not sent": `sendsWhatWasTypedBeforeJoining` |
+/// | first connect fails, the input already ended | its error: `sendsWhatWasTypedBeforeJoining` | — | — |
 /// | each send waits for its completion on a semaphore, holding a thread of the pool | — not caught: the legacy send completes as soon as the line is written, so the thread is held too briefly for the pool check to see | | |
 /// | "* reconnected" printed before the input side has the new connection | — not caught: a line typed in the microseconds between the two is reported "! not sent"; no test can type into that gap | | |
 @Suite("8.6 Challenge: reconnect after the server goes away")
@@ -554,6 +559,9 @@ struct ReconnectTests {
         "runReconnectingChat(…) did not join again after its wait (the server \(loss) the connection)"
       )
     }
+    // The server lists alice as soon as it has welcomed her; she prints "* reconnected" once
+    // the welcome has reached her, a moment later.
+    _ = await eventually { alice.printed.value.filter { $0 == "* reconnected" }.count >= 2 }
     let reconnected = alice.printed.value.filter { $0 == "* reconnected" }.count
     #expect(reconnected == 2, "after each loss, print \"* reconnected\" once back")
 
@@ -735,5 +743,89 @@ struct ReconnectTests {
         "runReconnectingChat(…) with policy.attempts 0, after a loss",
         hint: "with no tries allowed, throw ReconnectError.gaveUp at the first loss")
     }
+  }
+
+  @Test("Lines typed together reach the others in the order typed, however long each takes")
+  func sendsInTheOrderTyped() async throws {
+    let server = try startedServer()
+    defer { server.stop() }
+    let bob = try await join(server, as: "bob")
+    let alice = Chat("alice", port: server.port)
+    defer { alice.run.cancel() }
+    try await alice.joins(server)
+
+    // The first line is held on its way into the connection until alice's next send, or a
+    // second (ChatConnection's test hook), without holding a thread: sent one after another,
+    // each once the one before has gone, the lines keep their order; a line sent meanwhile
+    // from another task overtakes it, every run.
+    let lines = [ChatConnection.heldUntilNextSendPrefix + "first", "second", "third"]
+    for line in lines { alice.input.yield(line) }
+    let expected = lines.map { "alice: " + $0 }
+    _ = await eventually(within: .seconds(4)) {
+      bob.recorder.lines.value.filter { $0.hasPrefix("alice: ") }.count >= lines.count
+    }
+    let received = bob.recorder.lines.value.filter { $0.hasPrefix("alice: ") }
+    let fault = EventOrder.fault(received: received, expected: expected)
+    #expect(
+      fault == nil,
+      Comment(
+        rawValue: "alice typed 3 lines at once, the first slow on its way into the connection, "
+          + "and bob received them wrong: \(fault.map { "\($0)" } ?? ""). The others must see "
+          + "the lines in the order typed: each is sent once the one before it has gone; "
+          + "sends made from several tasks at once (a child task or a Task per line) overtake "
+          + "each other whenever one of them is slow"))
+    alice.input.finish()
+    try await alice.end(
+      "runReconnectingChat(…) after its input ended",
+      hint: "at the end of the input, stop the other side (cancel the task group's children), "
+        + "hang up, and return")
+  }
+
+  @Test("Lines typed before it joins are sent once it has, even if the input ended first")
+  func sendsWhatWasTypedBeforeJoining() async throws {
+    let server = try startedServer()
+    defer { server.stop() }
+    let bob = try await join(server, as: "bob")
+    // Typed, and the input ended, before the command is called. The command and its tasks
+    // run on one thread of their own, one job after another: code that reads the input
+    // before the first connect has completed does so, every run, before the welcome is in.
+    let lines = ["good morning", "anyone here?"]
+    let alice = Chat(
+      "alice", port: server.port, on: OneThreadExecutor(), typedFirst: lines,
+      inputEndedFirst: true)
+    defer { alice.run.cancel() }
+    try await alice.end(
+      "runReconnectingChat(…) whose input had ended before it was called",
+      hint: "join first, send the lines waiting in the input, then hang up and return")
+    _ = await eventually { bob.recorder.lines.value.contains("* alice left") }
+    let received = bob.recorder.lines.value.filter { $0.hasPrefix("alice: ") }
+    let notSent = alice.printed.value.filter { $0.hasPrefix("! not sent: ") }
+    #expect(
+      received == lines.map { "alice: " + $0 } && notSent.isEmpty,
+      Comment(
+        rawValue: "two lines were in the input before runReconnectingChat(…) was called, and "
+          + "the input had ended; bob received \(received), and it printed \(notSent): the "
+          + "input was read before the first connection was made, so the lines waiting there "
+          + "found no connection and were lost, and the ended input ended the command before "
+          + "it joined. Lines typed while it joins are the user's like any others: they are "
+          + "sent once it has joined"))
+
+    // A first connect that fails throws its error, even when the input has already ended.
+    let refused = Chat(
+      "alice", port: try closedPort(), on: OneThreadExecutor(), inputEndedFirst: true)
+    defer { refused.run.cancel() }
+    let outcome = await Result {
+      try await refused.end(
+        "runReconnectingChat(…) whose first connect is refused, its input already ended",
+        hint: "a failed first connect must end the command at once, with its error")
+    }
+    #expect(
+      throws: ChatConnectionError.self,
+      Comment(
+        rawValue: "the first connect was refused, and runReconnectingChat(…) \(outcome.described) "
+          + "because its input had already ended: the input was read before the first "
+          + "connection was made. A failed first connect ends the command with its error, "
+          + "whatever the input holds: there is no chat to go back to")
+    ) { try outcome.get() }
   }
 }

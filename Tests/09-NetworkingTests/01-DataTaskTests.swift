@@ -18,7 +18,7 @@ import FoundationNetworking
 /// | 3xx, 4xx, 5xx | `BadStatus(code)`: `badStatusThrows` | — (a complete answer) | once | — (the same completion path as a 2xx) |
 /// | dropped, truncated | the session's `URLError`: `droppedConnectionThrows`, `truncatedBodyThrows` | — (the server closed it) | once | — (as a 2xx) |
 /// | an answer 2 s late | the body: `lateAnswerIsNotPolledFor` | — | once | suspends once, no polling: `lateAnswerIsNotPolledFor` |
-/// | cancel before the call | `CancellationError`: `alreadyCancelled` | — (no request is left running: the test would never end; one started and cancelled at once is allowed, an alternative does so) | once | — (nothing to wait for) |
+/// | cancel before the call | `CancellationError`: `alreadyCancelled` | — (no request is left running: the test would never end; one started and cancelled at once is allowed, though the server may see its GET begin: a catalogued alternative does so, and the doc comment promises only CancellationError and a cancelled data task) | once | — (nothing to wait for) |
 /// | cancel while the data task is created | `CancellationError`, the data task cancelled (not only the caller resumed): `cancelWhileCreating` | — (offline data task: no connection) | once | — |
 /// | cancel as the data task is stored | `CancellationError` and the data task cancelled, never lost: `cancelWhileStoring` (aimed race) | — (offline data task) | once | the cancel from another thread, in the gap: `cancelWhileStoring` |
 /// | cancel in flight | `CancellationError`: `cancellationReachesTheServer` | the server sees the close: `cancellationReachesTheServer` | once | — |
@@ -28,6 +28,7 @@ import FoundationNetworking
 /// | a path with a query (`/quote?id=7`) | the body of that path and query: `pathWithAQuery` | — | once | — |
 /// | a request that fails (dropped) | the session's error, the request sent once, not tried again: `aFailureIsNotRetried` | — | once | — |
 /// | two calls for the same path at once, one cancelled | the other gets its body: `samePathTwiceOneCancelled` | only one connection closes: `samePathTwiceOneCancelled` | once each | — |
+/// | cancel in flight, the data task slow to report back | `CancellationError`, only once the data task's completion has run (never from the cancel itself): `cancelEndsWithTheDataTask` | the request is over before the caller goes on: `cancelEndsWithTheDataTask` | once | the completion held after cancel() until the test lets it: `cancelEndsWithTheDataTask` |
 /// | listener leaving, second listener | — (one call, one caller: no stream) | — | — | — |
 /// | cancel() reads the data task and sets its flag under two separate locks | — not caught: the store must land in the nanoseconds between cancel()'s two steps, and cancel() runs in the learner's code, where no test can hold it; `cancelWhileStoring` aims at the other side's gap | | | |
 @Suite("9.1 Data task")
@@ -652,5 +653,68 @@ struct DataTaskTests {
       with \(outcome): a cancel belongs to its own call's data task, not to every request for \
       the same URL
       """)
+  }
+
+  @Test("A cancelled fetch(_:) ends only once its data task has reported back")
+  func cancelEndsWithTheDataTask() async throws {
+    let server = try startedServer(["/hang": .hang])
+    defer { server.stop() }
+    // Offline data tasks whose cancel is held: the data task is cancelled, and its completion
+    // (URLError(.cancelled)) does not run until the test lets it, as a real request may take
+    // a while to wind down.
+    let session = ScriptedSession()
+    defer { session.invalidateAndCancel() }
+    let pending = Locked<OfflineDataTask?>(nil)
+    session.offline.withLock {
+      $0 = { task in
+        task.holdsCancel.withLock { $0 = true }
+        pending.withLock { $0 = task }
+      }
+    }
+    let client = QuoteClient(baseURL: server.url("/"), session: session)
+    let reportedBack = Locked(false)
+    // Whether the data task had reported back when fetch(_:) ended; nil until it ends.
+    let endedAfterReport = Locked<Bool?>(nil)
+    let task = Task {
+      let outcome = await Result { try await client.fetch("/hang") }
+      endedAfterReport.withLock { $0 = reportedBack.value }
+      return try outcome.get()
+    }
+    guard await eventually({ pending.value != nil }), let dataTask = pending.value else {
+      // The answer does not go through fetch(_:completion:): nothing to hold.
+      task.cancel()
+      _ = await task.result
+      return
+    }
+    task.cancel()
+    guard await eventually({ dataTask.isCompleted }) else {
+      // The cancel never reached the data task: `cancellationReachesTheServer` says so. End
+      // the request here, so that the call ends too.
+      dataTask.holdsCancel.withLock { $0 = false }
+      dataTask.cancel()
+      _ = try await withDeadline(.seconds(2), "fetch(\"/hang\") after cancel") {
+        await task.result
+      }
+      return
+    }
+    // A call that ends without waiting for the data task ends now; one that waits does not.
+    _ = await eventually(within: .seconds(1)) { endedAfterReport.value != nil }
+    reportedBack.withLock { $0 = true }
+    dataTask.releaseCancel()
+    let outcome = try await withDeadline(
+      .seconds(2), "fetch(\"/hang\") after cancel, once its data task reported back",
+      hint: "the cancelled data task's completion (URLError(.cancelled)) never resumes the "
+        + "continuation"
+    ) {
+      await task.result
+    }
+    #expect(
+      endedAfterReport.value != false,
+      Comment(
+        rawValue: "fetch(\"/hang\") was cancelled, its data task was cancelled, and it ended "
+          + "with \(outcome) before the data task had reported back (its completion, with "
+          + "URLError(.cancelled), had not run yet): the caller was answered as the cancel "
+          + "came, not when the request was over, so it moves on while the request may still "
+          + "be open, and the completion then runs for nobody"))
   }
 }

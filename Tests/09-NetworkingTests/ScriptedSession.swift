@@ -72,6 +72,13 @@ final class OfflineDataTask: URLSessionDataTask, @unchecked Sendable {
 
   private let completion: Mutex<DataTaskCompletion?>
   private let onResume: @Sendable (OfflineDataTask) -> Void
+  /// The completion a held `cancel()` kept, until ``releaseCancel()``.
+  private let heldCancel = Mutex<DataTaskCompletion?>(nil)
+
+  /// While true, `cancel()` keeps the completion instead of running it, until
+  /// ``releaseCancel()``: the request is cancelled and has not reported back yet, as a real
+  /// one may not for a while, and a test sees what the caller does meanwhile.
+  let holdsCancel = Locked(false)
   private let threads = Mutex<(resumer: pthread_t?, cancelledByResumer: Bool?)>((nil, nil))
 
   init(
@@ -115,6 +122,17 @@ final class OfflineDataTask: URLSessionDataTask, @unchecked Sendable {
       threads.cancelledByResumer = threads.resumer.map { pthread_equal($0, me) != 0 } ?? false
     }
     guard let completion = completion.withLock({ $0.take() }) else { return }
+    if holdsCancel.value {
+      heldCancel.withLock { $0 = completion }
+      return
+    }
+    DispatchQueue.global().async { completion(nil, nil, URLError(.cancelled)) }
+  }
+
+  /// Runs the completion a held `cancel()` kept, with `URLError(.cancelled)`, on another
+  /// thread; nothing if no cancel was held.
+  func releaseCancel() {
+    guard let completion = heldCancel.withLock({ $0.take() }) else { return }
     DispatchQueue.global().async { completion(nil, nil, URLError(.cancelled)) }
   }
 }
