@@ -15,7 +15,7 @@ import WorkbookTesting
 /// | 1025 bytes, or a newline (inside or at the end) | `.invalidLine`: `lengthLimit`, `invalidLineThrows` | stays open, the next line goes: `invalidLineThrows` | — |
 /// | before joining | `.notConnected`, unchanged, for an empty line too: `sendBeforeConnectThrows` | — | — |
 /// | after `disconnect()` | the connection's error: `sendAfterDisconnectThrows` | — | — |
-/// | waiting to go out when `disconnect()` comes | throws (the legacy `.cancelled`), never returns: `cutOffByDisconnect` | — | — |
+/// | waiting to go out when `disconnect()` comes | throws the connection's `.cancelled`, unchanged (not `CancellationError`: no task was cancelled), never returns: `cutOffByDisconnect` | — | — |
 /// | an invalid line in a cancelled task | throws, `CancellationError` or `.invalidLine`, never returns: `cancelledInvalidLineThrows` | — | — |
 /// | in a cancelled task | returns or `CancellationError`: `cancelledSend` | stays open, the next line goes: `cancelledSend` | — |
 /// | the task cancelled while the send waits for its completion | returns or `CancellationError`: `cancelledWhileSending` | stays open, the next line goes: `cancelledWhileSending` | — |
@@ -163,7 +163,9 @@ struct SendTests {
     }
   }
 
-  @Test("A line still waiting to go out when disconnect() comes throws, and does not look sent")
+  @Test(
+    "A line still waiting to go out when disconnect() comes throws .cancelled, and does not look sent"
+  )
   func cutOffByDisconnect() async throws {
     // A server that welcomes alice and then reads nothing: her lines pile up.
     let listener = try SilentListener(receiveBuffer: 4_096)
@@ -192,6 +194,14 @@ struct SendTests {
       outcome.failure != nil,
       "send(\"last words\") returned as if the line had gone out, but disconnect() came while it was still waiting its turn: the completion reported ChatConnectionError.cancelled, and that error was dropped. A line that was never sent must throw, whoever hung up"
     )
+    // The sending task was never cancelled: someone else hung up. CancellationError would
+    // tell the caller its own task was stopped, which did not happen.
+    if let error = outcome.failure {
+      #expect(
+        (error as? ChatConnectionError) == .cancelled,
+        "send(\"last words\") was cut off by disconnect(), in a task nobody cancelled, and threw \(error): the completion reported ChatConnectionError.cancelled, the connection's own error, and that is what the caller must see. CancellationError says the caller's task was cancelled, which it was not: every error the completion reports reaches the caller unchanged"
+      )
+    }
   }
 
   @Test("A line of exactly 1024 bytes is sent; one of 1025 bytes throws .invalidLine")
