@@ -22,6 +22,7 @@ import WorkbookTesting
 /// | the task cancelled at the moment the completion comes | returns or `CancellationError`, once: `cancelledAsTheCompletionComes` | — | the cancel and the completion on two threads, aimed at the moment the winner flips, round after round: `cancelledAsTheCompletionComes` (a flag looked at and set in two lock steps is caught in about one run of six: its gap is a few nanoseconds, and nothing the test can pause lies inside it) |
 /// | many at once | each returns once its line is on its way: `concurrentSends` | — | all delivered, in any order: `concurrentSends` |
 /// | completion twice / never | — the legacy contract: exactly once | | |
+/// | how it waits: a checked or an unsafe continuation, resumed with `resume(with:)` a `Result` or on two paths | — not a contract matter: each passes when it resumes once; an unsafe one earns the runner's advisory note (`unsafe-continuation`), which its catalogued alternative expects | | |
 @Suite("8.3 Send")
 struct SendTests {
   @Test("A sent line reaches the others, in order")
