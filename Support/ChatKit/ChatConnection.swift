@@ -119,6 +119,12 @@ public final class ChatConnection: @unchecked Sendable {
   private var heldSend: (number: Int, queue: () -> Void)?
   private var heldSends = 0
 
+  /// For tests: a line that starts with this is taken for sending, and then the connection
+  /// is lost as if the server had reset it while the line was being written: its waiting
+  /// sends, this one included, fail with `.socket(ECONNRESET)`, and only then does the
+  /// delegate hear of the loss, as with any loss that finds a line on its way.
+  static let resetWhileSentPrefix = "reset while sent: "
+
   /// A connection that calls its delegate and completion handlers on `callbackQueue`.
   public init(
     callbackQueue: DispatchQueue = DispatchQueue(label: "ChatKit.ChatConnection.callbacks")
@@ -237,6 +243,9 @@ public final class ChatConnection: @unchecked Sendable {
       append(line)
       lock.withLock { linesTaken += 1 }
       pendingSends.append((queuedTotal, completion))
+      if line.hasPrefix(Self.resetWhileSentPrefix) {
+        return lost(.socket(SocketError("send", code: ECONNRESET)))
+      }
       writeOutput()
     }
   }

@@ -15,13 +15,14 @@ import WorkbookTesting
 /// | 1025 bytes, or a newline (inside or at the end) | `.invalidLine`: `lengthLimit`, `invalidLineThrows` | stays open, the next line goes: `invalidLineThrows` | — |
 /// | before joining | `.notConnected`, unchanged, for an empty line too: `sendBeforeConnectThrows` | — | — |
 /// | after `disconnect()` | the connection's error: `sendAfterDisconnectThrows` | — | — |
-/// | waiting to go out when `disconnect()` comes | throws (the legacy `.cancelled`), never returns: `cutOffByDisconnect` | — | — |
+/// | waiting to go out when `disconnect()` comes | throws the connection's `.cancelled`, unchanged (not `CancellationError`: no task was cancelled), never returns: `cutOffByDisconnect` | — | — |
 /// | an invalid line in a cancelled task | throws, `CancellationError` or `.invalidLine`, never returns: `cancelledInvalidLineThrows` | — | — |
 /// | in a cancelled task | returns or `CancellationError`: `cancelledSend` | stays open, the next line goes: `cancelledSend` | — |
 /// | the task cancelled while the send waits for its completion | returns or `CancellationError`: `cancelledWhileSending` | stays open, the next line goes: `cancelledWhileSending` | — |
 /// | the task cancelled at the moment the completion comes | returns or `CancellationError`, once: `cancelledAsTheCompletionComes` | — | the cancel and the completion on two threads, aimed at the moment the winner flips, round after round: `cancelledAsTheCompletionComes` (a flag looked at and set in two lock steps is caught in about one run of six: its gap is a few nanoseconds, and nothing the test can pause lies inside it) |
 /// | many at once | each returns once its line is on its way: `concurrentSends` | — | all delivered, in any order: `concurrentSends` |
 /// | completion twice / never | — the legacy contract: exactly once | | |
+/// | how it waits: a checked or an unsafe continuation, resumed with `resume(with:)` a `Result` or on two paths | — not a contract matter: each passes when it resumes once; an unsafe one earns the runner's advisory note (`unsafe-continuation`), which its catalogued alternative expects | | |
 @Suite("8.3 Send")
 struct SendTests {
   @Test("A sent line reaches the others, in order")
@@ -161,37 +162,6 @@ struct SendTests {
         try await connection.send("anyone?")
       }
     }
-  }
-
-  @Test("A line still waiting to go out when disconnect() comes throws, and does not look sent")
-  func cutOffByDisconnect() async throws {
-    // A server that welcomes alice and then reads nothing: her lines pile up.
-    let listener = try SilentListener(receiveBuffer: 4_096)
-    let connection = ChatConnection()
-    let joining = Task { try await legacyConnect(connection, port: listener.port, name: "alice") }
-    await eventually("the connection to reach the listener") { listener.say("* welcome alice\n") }
-    try await withDeadline(.seconds(2), "the legacy connect") { try await joining.value }
-    // 16 MiB ahead of the line, far more than the kernel holds for a reader that never
-    // reads: that line cannot go out before the hang-up.
-    let filler = String(repeating: "x", count: ChatServer.maximumLineLength)
-    for _ in 0..<16_384 { connection.send(filler, completion: nil) }
-    await eventually("the connection to take the 16 MiB ahead", within: .seconds(10)) {
-      connection.linesTakenForSending == 16_384
-    }
-    let sending = Task { try await connection.send("last words") }
-    await eventually("send(\"last words\") to hand its line to the connection") {
-      connection.linesTakenForSending > 16_384
-    }
-    connection.disconnect()
-
-    let outcome = try await withDeadline(
-      .seconds(2), "send(\"last words\"), cut off by disconnect()",
-      hint: "the completion's error path never resumes the continuation"
-    ) { await sending.result }
-    #expect(
-      outcome.failure != nil,
-      "send(\"last words\") returned as if the line had gone out, but disconnect() came while it was still waiting its turn: the completion reported ChatConnectionError.cancelled, and that error was dropped. A line that was never sent must throw, whoever hung up"
-    )
   }
 
   @Test("A line of exactly 1024 bytes is sent; one of 1025 bytes throws .invalidLine")
@@ -390,6 +360,49 @@ struct SendTests {
       return true
     }
     withExtendedLifetime(bob) {}
+  }
+
+  // After the cancellation tests: an answer that maps the legacy .cancelled to
+  // CancellationError often hangs up on cancel too, the worse fault, which they name.
+  @Test(
+    "A line still waiting to go out when disconnect() comes throws .cancelled, and does not look sent"
+  )
+  func cutOffByDisconnect() async throws {
+    // A server that welcomes alice and then reads nothing: her lines pile up.
+    let listener = try SilentListener(receiveBuffer: 4_096)
+    let connection = ChatConnection()
+    let joining = Task { try await legacyConnect(connection, port: listener.port, name: "alice") }
+    await eventually("the connection to reach the listener") { listener.say("* welcome alice\n") }
+    try await withDeadline(.seconds(2), "the legacy connect") { try await joining.value }
+    // 16 MiB ahead of the line, far more than the kernel holds for a reader that never
+    // reads: that line cannot go out before the hang-up.
+    let filler = String(repeating: "x", count: ChatServer.maximumLineLength)
+    for _ in 0..<16_384 { connection.send(filler, completion: nil) }
+    await eventually("the connection to take the 16 MiB ahead", within: .seconds(10)) {
+      connection.linesTakenForSending == 16_384
+    }
+    let sending = Task { try await connection.send("last words") }
+    await eventually("send(\"last words\") to hand its line to the connection") {
+      connection.linesTakenForSending > 16_384
+    }
+    connection.disconnect()
+
+    let outcome = try await withDeadline(
+      .seconds(2), "send(\"last words\"), cut off by disconnect()",
+      hint: "the completion's error path never resumes the continuation"
+    ) { await sending.result }
+    guard let error = outcome.failure else {
+      Issue.record(
+        "send(\"last words\") returned as if the line had gone out, but disconnect() came while it was still waiting its turn: the completion reported ChatConnectionError.cancelled, and that error was dropped. A line that was never sent must throw, whoever hung up"
+      )
+      return
+    }
+    // The sending task was never cancelled: someone else hung up. CancellationError would
+    // tell the caller its own task was stopped, which did not happen.
+    #expect(
+      (error as? ChatConnectionError) == .cancelled,
+      "send(\"last words\") was cut off by disconnect(), in a task nobody cancelled, and threw \(error): the completion reported ChatConnectionError.cancelled, the connection's own error, and that is what the caller must see. CancellationError says the caller's task was cancelled, which it was not: every error the completion reports reaches the caller unchanged"
+    )
   }
 
   /// Alice, joined through the legacy connect on a connection whose callbacks the test

@@ -136,13 +136,14 @@ private let endOfInputHint =
 /// | path | result, error | resources: connection, tasks, input | output, order, timing |
 /// | --- | --- | --- | --- |
 /// | joined, lines both ways | — | — | the greeting first: `printsGreeting`; every line: `printsIncomingLines`, in order, before it returns, with a slow `output`, on one thread and on the shared pool (where a loop in a task it does not wait for runs beside it): `printsInOrderAndInTime`; each typed line sent as typed (spaces and tabs kept), and not printed: `sendsInputLines` |
-/// | end of input | returns: `endOfInputReturns` | hangs up after the last line: `endOfInputReturns`; 100 lines, all sent in order first, whenever a task runs: `sendsEverythingBeforeLeaving`; typed together, every other one slow to queue, in order: `keepsTheOrderTyped`; 8 MiB to a server slow to read, all sent first: `waitsForASlowServer` | — |
+/// | end of input | returns: `endOfInputReturns` | hangs up after the last line: `endOfInputReturns`; 100 lines, all sent in order first, whenever a task runs: `sendsEverythingBeforeLeaving`; typed together, every other one slow to queue, in order: `keepsTheOrderTyped`; 8 MiB to a server slow to read (from a second after the input ended), all sent first: `waitsForASlowServer` | — |
 /// | the server closes | `ClipperError.serverGone`, though input is open: `serverLossThrows` | the input side stops: not checked apart from the run ending (8.6 checks its input stream ends, `inputTerminated`) | — |
 /// | the connection is reset | `ClipperError.serverGone`: `resetIsServerGone` | the input side stops: as for the server closing | — |
+/// | the connection lost as a line is being sent | `ClipperError.serverGone`, not the send's error: `lostWhileSending` | — | the send fails first (ChatConnection's reset-while-sent hook), on one thread, first in first out, so the input side hears of the loss before the incoming side, every run |
 /// | a line too long | goes on: `longLineGoesOn`, `limitInBytes` | — | reported with `output`: `longLineGoesOn`; 1025 bytes in 513 characters reported, exactly 1024 bytes sent: `limitInBytes` |
-/// | connect fails | the connection's error, unchanged: `takenNameThrows` | — | the others hear nothing of it: `takenNameThrows` |
+/// | connect fails | the connection's error, unchanged: a taken name `takenNameThrows`; nothing listening, `.socket(ECONNREFUSED)`, not `.serverGone`: `refusedConnectThrows` | the input: reading it before connecting (so a failed connect leaves a reader behind) — not checked, not a break: 8.4's reader cannot be stopped in a blocking read, so every ending but end of input leaves one waiting for the next line (the solution's too, after `.serverGone` or a cancel), which the article calls harmless for a command about to exit | the others hear nothing of it: `takenNameThrows` |
 /// | cancelled while connecting | ends: `cancelling` | the socket hangs up: `cancelling` | — |
-/// | cancelled while chatting | ends, returning or throwing: `cancelling` | hangs up: `cancelling` | — |
+/// | cancelled while chatting | ends, returning or throwing: `cancelling` | hangs up: `cancelling`; no task it started outlives it: a line typed after it returned is neither sent nor reported (no `output` call after the return): `cancelling` | — |
 /// | blocking reads | — | read on a thread of its own (8.4), checked in every test (`ProbedInput`); runClipper's own read (`availableData` in its child task) told apart from `inputLines(from:)`'s by trying that function alone on the same input; a read that blocks every thread of the pool is named by `PoolStallWatch` and ended by `PoolRelief` closing the input, so the run ends with the cause, not a time-out | — |
 /// | a second run | — each run makes its own connection | | |
 @Suite("8.5 The clipper command")
@@ -377,6 +378,36 @@ struct ClipperTests {
     #expect(bob.recorder.lines.value.isEmpty)
   }
 
+  @Test("A connect that nobody answers throws the connection's error, not .serverGone")
+  func refusedConnectThrows() async throws {
+    let alice = Session("alice", port: try closedPort())
+    defer {
+      alice.run.cancel()
+      try? alice.input.fileHandleForWriting.close()
+    }
+
+    let outcome = await Result {
+      try await alice.end(
+        "runClipper(…) with nothing listening on its port",
+        hint: "a failed connect must end the command")
+    }
+    if case .failure(let error as DeadlineExceeded) = outcome { throw error }
+    // serverGone means "we were chatting, and the server left": a chat never joined is
+    // a different story, and the connection's error (ECONNREFUSED) tells it.
+    guard case .failure(ChatConnectionError.socket(let failure)) = outcome,
+      failure.code == ECONNREFUSED
+    else {
+      Issue.record(
+        Comment(
+          rawValue: "nothing listens on the port, so the connect fails with "
+            + "ChatConnectionError.socket(ECONNREFUSED), and runClipper \(outcome.described): a "
+            + "failed connect throws the connection's own error, unchanged; "
+            + "ClipperError.serverGone is for a server that goes away once the chat has begun, "
+            + "and would send the user looking for a crash instead of a wrong port"))
+      return
+    }
+  }
+
   @Test(
     "Prints incoming lines in order, each before it returns, even when printing is slow",
     arguments: [true, false])
@@ -531,7 +562,8 @@ struct ClipperTests {
   @Test("With a server slow to read, every line typed is sent before it hangs up")
   func waitsForASlowServer() async throws {
     // A server that welcomes alice, then reads nothing until she has returned, or a second
-    // has passed: 8 MiB of her lines pile up, far more than the kernel holds for her.
+    // after her input ended: 8 MiB of her lines pile up, far more than the kernel holds for
+    // her.
     let listener = try SilentListener(receiveBuffer: 4_096)
     let alice = Session("alice", port: listener.port)
     defer { alice.run.cancel() }
@@ -549,11 +581,19 @@ struct ClipperTests {
     let line = String(repeating: "x", count: 1_000)
     let lines = 8_192
     let writer = alice.input.fileHandleForWriting
+    let typedAll = Locked(false)
     Thread.detachNewThread {
       let chunk = Data(String(repeating: line + "\n", count: 64).utf8)
       for _ in 0..<(lines / 64) { try? writer.write(contentsOf: chunk) }
       try? writer.close()
+      typedAll.withLock { $0 = true }
     }
+    // The server starts reading a second after the input ended, not after the typing began:
+    // on a busy machine, typing 8 MiB can take longer than that, and a command that hangs
+    // up without waiting for its sends must still find the server not reading when it does.
+    // (An input reader that reads only as fast as lines are sent never lets the typing end;
+    // then the server reads after ten seconds.)
+    _ = await eventually(within: .seconds(10)) { typedAll.value || alice.ended.value }
     _ = await eventually(within: .seconds(1)) { alice.ended.value }
     let returnedEarly = alice.ended.value
     // Returned, it may still be hanging up: read only once the connection has let go.
@@ -613,6 +653,40 @@ struct ClipperTests {
     }
   }
 
+  @Test("When the connection is lost as a line is being sent, it throws .serverGone")
+  func lostWhileSending() async throws {
+    let server = try startedServer()
+    defer { server.stop() }
+    // On one thread, first in, first out: the connection fails the waiting send before it
+    // tells the delegate, so the input side hears of the loss first, every run (on the pool
+    // the two sides would race, and either could decide).
+    let alice = Session("alice", server: server, on: OneThreadExecutor())
+    defer {
+      alice.run.cancel()
+      try? alice.input.fileHandleForWriting.close()
+    }
+    await alice.joins(server, as: "alice")
+
+    // The connection's test hook: this line's write fails as a reset connection's does.
+    alice.input.write(ChatConnection.resetWhileSentPrefix + "anyone there?\n")
+    let outcome = await Result {
+      try await alice.end(
+        "runClipper(…) after its connection was lost as a line was being sent",
+        hint: "however one side learns that the connection is lost, cancel the other side and "
+          + "throw ClipperError.serverGone")
+    }
+    if case .failure(let error as DeadlineExceeded) = outcome { throw error }
+    #expect(
+      (outcome.failure as? ClipperError) == .serverGone,
+      Comment(
+        rawValue: "the connection was lost while alice's line was being sent: the send failed "
+          + "with the loss (.socket(ECONNRESET)) before the incoming lines ended, and runClipper "
+          + "\(outcome.described). The server is gone whichever side hears it first: a send "
+          + "that fails for any reason but an invalid line means the same as incoming lines "
+          + "that end with an error, and the caller must get ClipperError.serverGone either "
+          + "way, not whatever the send happened to see"))
+  }
+
   @Test("Cancelling it hangs up and ends it, while connecting or while chatting")
   func cancelling() async throws {
     // While connecting: the listener never says welcome.
@@ -646,5 +720,17 @@ struct ClipperTests {
     ) {
       bob.recorder.lines.value.contains("* ada left")
     }
+    // Its input is still open: a line typed now finds out whether anything the command
+    // started still reads it, and tries to send it or to print about it.
+    chatting.input.write("typed after the end\n")
+    _ = await eventually(within: .seconds(1)) { !chatting.printedLate.value.isEmpty }
+    #expect(
+      chatting.printedLate.value.isEmpty,
+      Comment(
+        rawValue: "a line typed after the cancelled runClipper(…) had returned made it print "
+          + "\(chatting.printedLate.value): something it started was still reading its input "
+          + "and sending, after it said it was done. A task it started outlived it: a Task { } "
+          + "is neither cancelled with the command nor waited for, so cancelling the command "
+          + "must stop every side it started before it returns"))
   }
 }
