@@ -252,7 +252,9 @@ struct InboxTests {
   @Test("Waits 2.5 s between polls without holding a thread")
   func waitsBetweenPollsWithoutBlocking() async throws {
     let server = try startedServer()
-    server.route("/unread", [.ok("3"), .ok("5")])
+    // After the two counts every poll hangs: the loop leaves while a poll waits or sleeps,
+    // never as one completes (see hangingThePolls).
+    server.route("/unread", [.ok("3"), .ok("5"), .hang])
     defer { server.stop() }
     let client = inbox(server)
 
@@ -268,8 +270,9 @@ struct InboxTests {
   @Test("unreadCounts(every:) yields the count, then only changes, and posts each change")
   func countsYieldChanges() async throws {
     let server = try startedServer()
-    // The count is 3 for several polls, then 5 for good.
-    server.route("/unread", [.ok("3"), .ok("3"), .ok("3\n"), .ok("3"), .ok("5")])
+    // The count is 3 for several polls, then 5; every later poll hangs, so the loop leaves
+    // while one waits, never as one completes (see hangingThePolls).
+    server.route("/unread", [.ok("3"), .ok("3"), .ok("3\n"), .ok("3"), .ok("5"), .hang])
     defer { server.stop() }
     let observers = Observers()
     let client = inbox(server, center: observers.center)
@@ -329,7 +332,10 @@ struct InboxTests {
 
   @Test("unreadCounts(every:) stops polling when nobody listens")
   func countsStop() async throws {
-    let server = try startedServer(["/unread": .ok("3")])
+    // The first poll answers; every later one hangs until its client lets go, so the loop
+    // leaves while a poll sleeps or waits, never as one completes (see hangingThePolls).
+    let server = try startedServer()
+    server.route("/unread", [.ok("3"), .hang])
     defer { server.stop() }
     let client = inbox(server)
 
@@ -343,6 +349,16 @@ struct InboxTests {
       Comment(
         rawValue: "it kept polling after nobody listened: \(server.requests.count - before) "
           + "requests after the loop ended; stop polling from the stream's onTermination"))
+    // A poll that started after the loop ended, or just before, waits on a request that
+    // never ends: polling that stopped cancels it.
+    if server.requests.count > 1 {
+      #expect(
+        await eventually { server.abandoned.contains("/unread") },
+        Comment(
+          rawValue: "it kept polling after nobody listened: the loop ended, and the poll it "
+            + "left behind still waits for its answer; stop polling, the poll in flight "
+            + "included, from the stream's onTermination"))
+    }
   }
 
   @Test("A listener cancelled while a poll is in flight: its request is cancelled, no poll follows")
@@ -632,8 +648,10 @@ struct InboxTests {
     defer { firstScreen.cancel() }
     #expect(await eventually { heardFirst.value }, "the first listener should get the count")
     await holdingTheNextPoll(of: server, answering: "3")
+    // (A long interval: the listener leaves while its stream sleeps, never as a poll
+    // completes; see hangingThePolls.)
     let second = try await first(
-      1, of: client.unreadCounts(every: .milliseconds(20)),
+      1, of: client.unreadCounts(every: .seconds(30)),
       "the first count of a second listener",
       hint: "a second listener must get the current count first, even though the count is "
         + "no news to the client, the first listener or the observers")
@@ -658,7 +676,7 @@ struct InboxTests {
     defer { watched.stopWatching() }
     #expect(await eventually { other.counts == [3] }, "the old watcher should post the count")
     let counts = try await first(
-      1, of: watched.unreadCounts(every: .milliseconds(20)),
+      1, of: watched.unreadCounts(every: .seconds(30)),
       "the first count of a listener that came while the old watcher runs",
       hint: "a listener must get the current count first, even though the old watcher has "
         + "already posted it")
@@ -676,8 +694,10 @@ struct InboxTests {
     defer { client.stopWatching() }
     #expect(await eventually { observers.counts == [3] }, "the old watcher should post the count")
     let heard = Locked(false)
+    // A long interval: the listener leaves while its stream sleeps, never as a poll
+    // completes (see hangingThePolls); the old watcher goes on polling every 20 ms.
     let newScreen = Task {
-      for try await _ in client.unreadCounts(every: .milliseconds(20)) {
+      for try await _ in client.unreadCounts(every: .seconds(30)) {
         heard.withLock { $0 = true }
       }
     }
@@ -935,7 +955,9 @@ struct InboxTests {
   @Test("A listener that reads slowly still gets every change the observers heard, in order")
   func slowListenerGetsEveryChange() async throws {
     let server = try startedServer()
-    server.route("/unread", [.ok("1"), .ok("2"), .ok("3"), .ok("4")])
+    // After the four counts every poll hangs: the loop leaves while a poll waits or sleeps,
+    // never as one completes (see hangingThePolls).
+    server.route("/unread", [.ok("1"), .ok("2"), .ok("3"), .ok("4"), .hang])
     defer { server.stop() }
     let observers = Observers()
     let client = inbox(server, center: observers.center)
@@ -983,18 +1005,23 @@ private func waitForTheNextPost(_ next: DispatchSemaphore, polls: () -> Int) {
 /// a cancel that meets a request as it completes (the cancel waits on the session's queue,
 /// the completion on the cancel, or the process stops).
 private func holdingTheNextPoll(of server: HTTPTestServer, answering body: String) async {
-  let sent = server.requests.count
+  // Counted from the new route on (the server picks a request's answer as it counts it).
   server.route("/unread", [.slowHeaders(.milliseconds(500), body), .ok(body)])
+  let sent = server.requests.count
   _ = await soon { server.requests.count > sent }
 }
 
 /// Routes every poll from now on to an answer that never comes, and returns once `streams`
 /// polls wait on it (or after 2 s): a listener that leaves now cancels a request that
 /// waits, never one that completes, which FoundationNetworking does not always survive (the
-/// cancel waits on the session's queue while the completion waits on the cancel).
+/// cancel waits on the session's queue while the completion waits on the cancel: Swift 6.3's
+/// swift-corelibs-foundation issue 5412, fixed after it). Every test here that ends a stream
+/// does so while its polls hang or sleep.
 private func hangingThePolls(of server: HTTPTestServer, streams: Int) async {
-  let sent = server.requests.count
+  // Counted from the new route on (the server picks a request's answer as it counts it), so
+  // each of these requests hangs, and a stream that sent one has no other in flight.
   server.route("/unread", .hang)
+  let sent = server.requests.count
   _ = await soon { server.requests.count >= sent + streams }
 }
 
@@ -1006,7 +1033,9 @@ extension InboxTests {
     @Test("The old observers hear each change in order, even when one of them is slow")
     func observersHearEachChangeInOrder() async throws {
       let server = try startedServer()
-      server.route("/unread", [.ok("3"), .ok("5")])
+      // After the two counts every poll hangs: the loop leaves while a poll waits or sleeps,
+      // never as one completes (see hangingThePolls).
+      server.route("/unread", [.ok("3"), .ok("5"), .hang])
       defer { server.stop() }
       // An old screen that takes its time over the first count: until it hears of another one,
       // or for a second if the client has not polled again meanwhile (it waits for this
