@@ -75,9 +75,13 @@ public func withDeadline<T: Sendable>(
     }
   }
   defer { membership.map(SharedSqueeze.shared.leave) }
+  // The operation's own deadlines, and its own withoutPoolCheck, must not wait for their
+  // turn behind this check: they would wait for themselves.
+  let isMember = PoolCheckScope.isMember || membership != nil
   let work = Task(executorPreference: executor) {
     do {
-      report.yield(.finished(.success(try await operation())))
+      let value = try await PoolCheckScope.$isMember.withValue(isMember) { try await operation() }
+      report.yield(.finished(.success(value)))
     } catch {
       report.yield(.finished(.failure(error)))
     }

@@ -59,9 +59,12 @@ public func withPoolOfOne<T: Sendable>(
     report.yield(nil)
   }
   defer { SharedSqueeze.shared.leave(membership) }
+  // The operation's own checks, and its own withoutPoolCheck, must not wait for their turn
+  // behind this check: they would wait for themselves.
   let work = Task {
     do {
-      report.yield(.success(try await operation()))
+      let value = try await PoolCheckScope.$isMember.withValue(true) { try await operation() }
+      report.yield(.success(value))
     } catch {
       report.yield(.failure(error))
     }
@@ -95,6 +98,9 @@ final class SharedSqueeze: Sendable {
     var emptied = 0
     /// While above zero, no squeeze runs (see ``withoutPoolCheck(_:)``).
     var suppressed = 0
+    /// Tests waiting to turn the check off until the checks running now are over; no new
+    /// check starts meanwhile, or they could wait for ever.
+    var waitingToSuppress = 0
     /// While above zero, a test holds the pool on purpose, so a stalled pool is no finding
     /// (see `PoolStallWatch`).
     var heldOnPurpose = 0
@@ -105,9 +111,38 @@ final class SharedSqueeze: Sendable {
   /// rounds) would otherwise start a squeeze, with its thread, per round.
   static let linger = DispatchTimeInterval.milliseconds(200)
 
-  /// Joins the running squeeze, or starts one; returns the membership to leave with.
-  /// `onBlocked` runs once if the pool is blocked while this member is in.
+  /// How long a check waits for its turn while another test has the check off, and a test
+  /// waits to turn it off while checks run: past it, both go on as if alone (a test stuck
+  /// in a way nobody foresaw must not stall the others for good).
+  static let turnLimit = Duration.seconds(10)
+
+  /// Waits until `takeTurn` (called under the lock) says it is this caller's turn, or for
+  /// ``turnLimit``; then `takeTurn` is called with `late` set, and must take it.
+  private func waitForTurn(_ takeTurn: (inout State, _ late: Bool) -> Bool) async {
+    let clock = ContinuousClock()
+    let end = clock.now + Self.turnLimit
+    while true {
+      let late = clock.now >= end || Task.isCancelled
+      if state.withLock({ takeTurn(&$0, late) }) { return }
+      try? await Task.sleep(for: .milliseconds(2))
+    }
+  }
+
+  /// Joins the running squeeze, or starts one; returns the membership to leave with (0:
+  /// none, the check is off). `onBlocked` runs once if the pool is blocked while this member
+  /// is in.
+  ///
+  /// While another test has the check off (``withoutPoolCheck(_:)``), or waits to turn it
+  /// off, a join waits for it to be on again: a check that the other test ended early, or
+  /// never started, would let a blocked thread go unseen. Inside a check or inside
+  /// `withoutPoolCheck` already, it does not wait.
   func join(patience: Duration, onBlocked: @escaping @Sendable (Blocked) -> Void) async -> Int {
+    if PoolCheckScope.isSuppressing { return 0 }
+    if !PoolCheckScope.isMember {
+      await waitForTurn { state, late in
+        late || (state.suppressed == 0 && state.waitingToSuppress == 0)
+      }
+    }
     let (member, start) = state.withLock { state -> (Int, PoolSqueeze?) in
       if state.suppressed > 0 { return (0, nil) }
       state.emptied += 1  // a lingering squeeze stays
@@ -169,7 +204,20 @@ final class SharedSqueeze: Sendable {
 
   /// Ends the running squeeze, if any, and starts none until `resume()`. `holdsThePool`
   /// says the caller may hold every thread of the pool on purpose.
-  func suppress(holdsThePool: Bool = true) {
+  ///
+  /// It first waits until the checks that other tests run now are over, and no new one
+  /// starts meanwhile: ending a squeeze under another test's feet would let the thread that
+  /// test's code blocks go unseen. Inside a check of its own (or `withoutPoolCheck`
+  /// already) it cannot wait for that check, and ends it at once.
+  func suppress(holdsThePool: Bool = true) async {
+    if !PoolCheckScope.isMember && !PoolCheckScope.isSuppressing {
+      state.withLock { $0.waitingToSuppress += 1 }
+      await waitForTurn { state, late in
+        guard late || (state.members.isEmpty && !state.starting) else { return false }
+        state.waitingToSuppress -= 1
+        return true
+      }
+    }
     let running = state.withLock { state -> PoolSqueeze? in
       state.suppressed += 1
       if holdsThePool { state.heldOnPurpose += 1 }
@@ -220,9 +268,9 @@ func mainActorBlockedMessage(_ operationName: String, patience: Duration) -> Str
 /// the pool meanwhile. For tests that provoke a race between tasks, which needs the pool's
 /// threads to run them at the same time.
 public func withoutPoolCheck<T>(_ body: () async throws -> T) async rethrows -> T {
-  SharedSqueeze.shared.suppress()
+  await SharedSqueeze.shared.suppress()
   defer { SharedSqueeze.shared.resume() }
-  return try await body()
+  return try await PoolCheckScope.$isSuppressing.withValue(true) { try await body() }
 }
 
 /// Runs `body` with every thread of the pool free: no squeeze holds one meanwhile. Unlike
@@ -230,9 +278,17 @@ public func withoutPoolCheck<T>(_ body: () async throws -> T) async rethrows -> 
 /// whose own callbacks hold a thread a while (a slow terminal, say), while the code under
 /// test must go on beside them.
 public func withAllPoolThreadsFree<T>(_ body: () async throws -> T) async rethrows -> T {
-  SharedSqueeze.shared.suppress(holdsThePool: false)
+  await SharedSqueeze.shared.suppress(holdsThePool: false)
   defer { SharedSqueeze.shared.resume(holdsThePool: false) }
-  return try await body()
+  return try await PoolCheckScope.$isSuppressing.withValue(true) { try await body() }
+}
+
+/// Where the current task stands towards the pool check: inside a check (a member of the
+/// squeeze, or a task it started), or inside ``withoutPoolCheck(_:)``. Such a task never
+/// waits for its turn at the check: it would wait for itself.
+enum PoolCheckScope {
+  @TaskLocal static var isMember = false
+  @TaskLocal static var isSuppressing = false
 }
 
 /// What the learner did when the pool's last free thread stopped running tasks.
@@ -259,8 +315,9 @@ final class PoolSqueeze: Sendable {
     /// Holders numbered below this keep their thread; the others let it go.
     var holdLimit = 0
     var stopped = false
-    /// How many holders have taken a thread so far.
+    /// How many holders have taken a thread so far, and how many hold one now.
     var holding = 0
+    var heldNow = 0
     /// How many probe jobs have run, and how many were sent.
     var probesRun = 0
     var probesSent = 0
@@ -285,27 +342,37 @@ final class PoolSqueeze: Sendable {
     await withCheckedContinuation { (ready: CheckedContinuation<Void, Never>) in
       let thread = Thread { [self] in
         ReorderedJobs.markThisThreadAsWatchdog()
-        holdThreads()
+        let free = holdThreads()
         ready.resume()
-        watch(onBlocked: onBlocked)
+        if free {
+          watch(onBlocked: onBlocked)
+        } else if !state.withLock({ $0.stopped }) {
+          stop()
+          onBlocked(.pool)
+        }
       }
       thread.name = "PoolOfOne watchdog"
       thread.start()
     }
   }
 
-  private func holdThreads() {
+  /// Returns false when, with the threads taken so far held, no probe could run within
+  /// `patience`: the free threads are blocked already.
+  private func holdThreads() -> Bool {
     for index in 0..<max(0, Self.width - 1) {
       state.withLock { $0.holdLimit = index + 1 }
       Task.detached { [self] in hold(index) }
-      let taken = wait(upTo: .milliseconds(300)) { $0.holding > index }
-      // A thread is left free only when a probe can still run (given a second: other tests
-      // may keep the free threads busy for a moment).
-      if !taken || !probeRuns(within: .seconds(1)) {
+      // No thread to take for now: the watch takes it once one comes free.
+      guard wait(upTo: .milliseconds(300), until: { $0.holding > index }) else {
         release(from: index)
-        return
+        return true
       }
+      // A probe that cannot run now (given `patience`, and longer while a free thread is
+      // busy computing) finds the free threads blocked: that is the finding, whoever
+      // blocked them, and however long before the squeeze began.
+      if !probeRuns(within: patience) { return false }
     }
+    return true
   }
 
   /// Blocks its pool thread on purpose, while `index` is below the hold limit.
@@ -315,9 +382,28 @@ final class PoolSqueeze: Sendable {
     let thread = currentThreadID()
     state.withLock {
       $0.holding += 1
+      $0.heldNow += 1
       if let thread { $0.heldThreads.insert(thread) }
     }
     while state.withLock({ !$0.stopped && index < $0.holdLimit }) { condition.wait() }
+    state.withLock { $0.heldNow -= 1 }
+  }
+
+  /// Takes one more thread when the squeeze holds fewer than all but one (it began while
+  /// other tests kept threads busy): a thread blocked later, with another still free beside
+  /// it, would otherwise go unseen for as long as the squeeze runs.
+  private func takeAThreadThatCameFree() {
+    let index = state.withLock { state -> Int? in
+      guard !state.stopped, state.holdLimit < Self.width - 1, state.heldNow == state.holdLimit
+      else { return nil }
+      state.holdLimit += 1
+      return state.holdLimit - 1
+    }
+    guard let index else { return }
+    Task.detached { [self] in hold(index) }
+    // Still busy: this holder is let go (it leaves at once if it starts later); the next
+    // round tries again.
+    if !wait(upTo: .milliseconds(300), until: { $0.heldNow > index }) { release(from: index) }
   }
 
   /// Lets the holders numbered `index` and up go.
@@ -403,6 +489,7 @@ final class PoolSqueeze: Sendable {
   /// once when one does not start in time.
   private func watch(onBlocked: @Sendable (Blocked) -> Void) {
     while !state.withLock({ $0.stopped }) {
+      takeAThreadThatCameFree()
       let main = state.withLock { state -> Int in
         state.mainProbesSent += 1
         return state.mainProbesSent
