@@ -11,6 +11,7 @@ import WorkbookTesting
 /// | path | result, error | classifier requests | thread, timing |
 /// | --- | --- | --- | --- |
 /// | recognised (inside the call, soon, later) | the label: `returnsTheLabel` | one per call: `asksOnce` | any thread: `returnsTheLabel` |
+/// | any label: blank, padded, capitals, emoji | that label, exactly as given: `labelAsGiven` | — | — |
 /// | not recognised, unreadable | the classifier's own error, unchanged: `throwsTheError` | one, even for an empty image: `asksAboutEveryImage` | — |
 /// | answer on the caller's own thread, 0.5 s later | the label: `suspendsWhileWaiting` | — | suspends, neither blocks nor polls: `suspendsWhileWaiting` |
 /// | the app's main thread busy | the label, while it is still busy: `doesNotWaitForTheMainThread` | — | no hop through the main thread: `doesNotWaitForTheMainThread` |
@@ -113,6 +114,27 @@ struct ResultCallbackTests {
     }
 
     #expect(label == "cat", "classify(_:using:) must return the label the classifier gives")
+  }
+
+  @Test(
+    "Returns whatever label the classifier gives, exactly as given",
+    arguments: ["", " ", "  Grey cat\n", "CAT", "🐈 cat"])
+  func labelAsGiven(given: String) async throws {
+    let classifier = ImageClassifier(knownImages: [Self.cat: given])
+
+    let outcome = await Result {
+      try await withDeadline(.seconds(2), "classify(_:using:)", hint: Self.successHint) {
+        try await classify(Self.cat, using: classifier)
+      }
+    }
+    #expect(
+      (try? outcome.get()) == given,
+      Comment(
+        rawValue: "the classifier labelled the image \(given.debugDescription), and "
+          + "classify(_:using:) gave \(outcome): the label is the classifier's answer, whatever "
+          + "it looks like, so it is passed on as it came; judging it (blank, padded, case) is "
+          + "the caller's business, and an error the classifier never reported tells the "
+          + "caller something untrue"))
   }
 
   @Test("Asks the classifier exactly once per call", arguments: scripts)
