@@ -138,22 +138,27 @@ final class SharedSqueeze: Sendable {
   /// `withoutPoolCheck` already, it does not wait.
   func join(patience: Duration, onBlocked: @escaping @Sendable (Blocked) -> Void) async -> Int {
     if PoolCheckScope.isSuppressing { return 0 }
-    if !PoolCheckScope.isMember {
-      await waitForTurn { state, late in
-        late || (state.suppressed == 0 && state.waitingToSuppress == 0)
+    let inside = PoolCheckScope.isMember
+    var joined: (member: Int, start: PoolSqueeze?) = (0, nil)
+    // Joined in the same step as the look at whose turn it is: no test turns the check off
+    // in between.
+    await waitForTurn { state, late in
+      guard inside || late || (state.suppressed == 0 && state.waitingToSuppress == 0) else {
+        return false
       }
-    }
-    let (member, start) = state.withLock { state -> (Int, PoolSqueeze?) in
-      if state.suppressed > 0 { return (0, nil) }
+      if state.suppressed > 0 { return true }
       state.emptied += 1  // a lingering squeeze stays
       state.nextMember += 1
       state.members[state.nextMember] = onBlocked
-      guard state.squeeze == nil else { return (state.nextMember, nil) }
+      joined.member = state.nextMember
+      guard state.squeeze == nil else { return true }
       let squeeze = PoolSqueeze(patience: patience)
       state.squeeze = squeeze
       state.starting = true
-      return (state.nextMember, squeeze)
+      joined.start = squeeze
+      return true
     }
+    let (member, start) = joined
     if member == 0 { return 0 }
     if let start {
       await start.holdAllButOne { [self] in blocked(start, $0) }
@@ -210,23 +215,21 @@ final class SharedSqueeze: Sendable {
   /// test's code blocks go unseen. Inside a check of its own (or `withoutPoolCheck`
   /// already) it cannot wait for that check, and ends it at once.
   func suppress(holdsThePool: Bool = true) async {
-    if !PoolCheckScope.isMember && !PoolCheckScope.isSuppressing {
-      state.withLock { $0.waitingToSuppress += 1 }
-      await waitForTurn { state, late in
-        guard late || (state.members.isEmpty && !state.starting) else { return false }
-        state.waitingToSuppress -= 1
-        return true
-      }
-    }
-    let running = state.withLock { state -> PoolSqueeze? in
+    let inside = PoolCheckScope.isMember || PoolCheckScope.isSuppressing
+    if !inside { state.withLock { $0.waitingToSuppress += 1 } }
+    var running: PoolSqueeze?
+    // Turned off in the same step as the look at the checks: none joins in between.
+    await waitForTurn { state, late in
+      guard inside || late || (state.members.isEmpty && !state.starting) else { return false }
+      if !inside { state.waitingToSuppress -= 1 }
       state.suppressed += 1
       if holdsThePool { state.heldOnPurpose += 1 }
       // One still starting is stopped too: its watchdog starts watching before the task that
       // started it can run again, which the caller may be about to keep from running (by
       // holding the pool itself). The starter forgets it once it runs.
-      let squeeze = state.squeeze
+      running = state.squeeze
       if !state.starting { state.squeeze = nil }
-      return squeeze
+      return true
     }
     running?.stop()
   }
@@ -347,8 +350,10 @@ final class PoolSqueeze: Sendable {
         if free {
           watch(onBlocked: onBlocked)
         } else if !state.withLock({ $0.stopped }) {
-          stop()
+          // Told before the threads are let go: the task that started the squeeze runs
+          // again only then, and would take a stopped squeeze for one that was turned off.
           onBlocked(.pool)
+          stop()
         }
       }
       thread.name = "PoolOfOne watchdog"

@@ -230,6 +230,9 @@ struct ResumeOnceTests {
       }
     }
 
+    // The resumer's thread records what resume(returning:) returned once it has returned,
+    // which may be after the resumed task is here.
+    _ = await eventually { accepted.value != nil }
     #expect(value == 7 && accepted.value == true, "the one resume must win, with its value")
     #expect(
       enqueuedWithinTheCall.value == true,
