@@ -318,9 +318,8 @@ final class PoolSqueeze: Sendable {
     /// Holders numbered below this keep their thread; the others let it go.
     var holdLimit = 0
     var stopped = false
-    /// How many holders have taken a thread so far, and how many hold one now.
+    /// How many holders have taken a thread so far.
     var holding = 0
-    var heldNow = 0
     /// How many probe jobs have run, and how many were sent.
     var probesRun = 0
     var probesSent = 0
@@ -345,39 +344,27 @@ final class PoolSqueeze: Sendable {
     await withCheckedContinuation { (ready: CheckedContinuation<Void, Never>) in
       let thread = Thread { [self] in
         ReorderedJobs.markThisThreadAsWatchdog()
-        let free = holdThreads()
+        holdThreads()
         ready.resume()
-        if free {
-          watch(onBlocked: onBlocked)
-        } else if !state.withLock({ $0.stopped }) {
-          // Told before the threads are let go: the task that started the squeeze runs
-          // again only then, and would take a stopped squeeze for one that was turned off.
-          onBlocked(.pool)
-          stop()
-        }
+        watch(onBlocked: onBlocked)
       }
       thread.name = "PoolOfOne watchdog"
       thread.start()
     }
   }
 
-  /// Returns false when, with the threads taken so far held, no probe could run within
-  /// `patience`: the free threads are blocked already.
-  private func holdThreads() -> Bool {
+  private func holdThreads() {
     for index in 0..<max(0, Self.width - 1) {
       state.withLock { $0.holdLimit = index + 1 }
       Task.detached { [self] in hold(index) }
-      // No thread to take for now: the watch takes it once one comes free.
-      guard wait(upTo: .milliseconds(300), until: { $0.holding > index }) else {
+      let taken = wait(upTo: .milliseconds(300)) { $0.holding > index }
+      // A thread is left free only when a probe can still run (given a second: other tests
+      // may keep the free threads busy for a moment).
+      if !taken || !probeRuns(within: .seconds(1)) {
         release(from: index)
-        return true
+        return
       }
-      // A probe that cannot run now (given `patience`, and longer while a free thread is
-      // busy computing) finds the free threads blocked: that is the finding, whoever
-      // blocked them, and however long before the squeeze began.
-      if !probeRuns(within: patience) { return false }
     }
-    return true
   }
 
   /// Blocks its pool thread on purpose, while `index` is below the hold limit.
@@ -387,28 +374,9 @@ final class PoolSqueeze: Sendable {
     let thread = currentThreadID()
     state.withLock {
       $0.holding += 1
-      $0.heldNow += 1
       if let thread { $0.heldThreads.insert(thread) }
     }
     while state.withLock({ !$0.stopped && index < $0.holdLimit }) { condition.wait() }
-    state.withLock { $0.heldNow -= 1 }
-  }
-
-  /// Takes one more thread when the squeeze holds fewer than all but one (it began while
-  /// other tests kept threads busy): a thread blocked later, with another still free beside
-  /// it, would otherwise go unseen for as long as the squeeze runs.
-  private func takeAThreadThatCameFree() {
-    let index = state.withLock { state -> Int? in
-      guard !state.stopped, state.holdLimit < Self.width - 1, state.heldNow == state.holdLimit
-      else { return nil }
-      state.holdLimit += 1
-      return state.holdLimit - 1
-    }
-    guard let index else { return }
-    Task.detached { [self] in hold(index) }
-    // Still busy: this holder is let go (it leaves at once if it starts later); the next
-    // round tries again.
-    if !wait(upTo: .milliseconds(300), until: { $0.heldNow > index }) { release(from: index) }
   }
 
   /// Lets the holders numbered `index` and up go.
@@ -494,7 +462,6 @@ final class PoolSqueeze: Sendable {
   /// once when one does not start in time.
   private func watch(onBlocked: @Sendable (Blocked) -> Void) {
     while !state.withLock({ $0.stopped }) {
-      takeAThreadThatCameFree()
       let main = state.withLock { state -> Int in
         state.mainProbesSent += 1
         return state.mainProbesSent
