@@ -21,6 +21,7 @@ import WorkbookTesting
 /// | cancelled after it returned | — nothing left to cancel | still joined: `secondConnect` | — |
 /// | a second call on one connection | `.alreadyUsed`, not a cancellation: `secondConnect` | the first join stays: `secondConnect` | — |
 /// | the wait for the welcome moved to a Dispatch worker blocked on a semaphore (or a `DispatchGroup`) | — not tested: the caller suspends and no thread of Swift's pool is held; it costs a Dispatch worker per connect in progress | | |
+/// | the wait for the welcome blocked on a semaphore inside `Task.detached` | named by `slowWelcome` when it runs alone; in the whole suite only about 2 runs in 10: every test's connect then blocks a pool thread, and a pool check that begins while both are blocked lets its own thread go (on Linux a legacy queue's blocking work runs on the pool's threads too, and must not be taken for the answer's) | | |
 /// | the continuation resumed through the main queue | — not caught: it works whenever the main thread serves its queue, as in every test; holding the main thread to show it would stall the suite's main-actor tests in the same process | | |
 /// | two calls at once | — the legacy connection serialises them: one joins, the other is the second call | | |
 /// | a `disconnect()` from other code while the connect waits, the task not cancelled | — `CancellationError` or the connection's own `.cancelled`: the doc comment promises `CancellationError` for a cancelled task only, so either is the connection's answer | | |
