@@ -24,6 +24,12 @@ private enum Answer: Sendable {
   case rateAfter(Int, hotel: String)
   /// The error to the hotel's first request; the rate to any request after it.
   case failsTheFirstTime(RateError, then: Int)
+  /// Nothing until the request is cancelled, and then an error of its own, as URLSession
+  /// answers a cancelled request with `URLError(.cancelled)`; the rate after a second.
+  case ownErrorWhenCancelled(RateError, else: Int)
+  /// Like `rateUnlessCancelled`, but once cancelled it takes 150 ms to wind down (closing a
+  /// connection, say) before it ends.
+  case slowToStop(Int)
 }
 
 /// A rate service that answers for each hotel as told and records each request.
@@ -73,6 +79,24 @@ private final class FakeRates: RateService {
       case .failsTheFirstTime(let error, let rate):
         if askedBefore { return rate }
         throw error
+      case .ownErrorWhenCancelled(let own, let rate):
+        do {
+          try await Task.sleep(for: .seconds(1))
+        } catch {
+          log.withLock { _ = $0.cancelled.insert(name) }
+          throw own
+        }
+        return rate
+      case .slowToStop(let rate):
+        do {
+          try await Task.sleep(for: .seconds(1))
+        } catch {
+          // Cancelled now; winding down, which no cancel hurries.
+          log.withLock { _ = $0.cancelled.insert(name) }
+          await Task.detached { try? await Task.sleep(for: .milliseconds(150)) }.value
+          throw error
+        }
+        return rate
       case .rateAfter(let rate, let other):
         let clock = ContinuousClock()
         let start = clock.now
@@ -110,7 +134,7 @@ private let failureHint =
 /// | rates arrive in any order | in the hotels' order: `keepsTheOrder`; a hotel listed twice, its rate in both places: `aHotelListedTwice` (which of its two requests answered each place is not part of the contract, so an answer keyed by hotel passes) | — | — |
 /// | every hotel | — | all running before any ends: `asksForEveryRateAtOnce` | — |
 /// | no hotels | `[]`: `noHotels` | none made: `noHotels` | — |
-/// | a request fails | its error: `firstFailureCancelsTheRest`; the first in time, not in the list: `firstErrorInTime` | the rest cancelled, none left running: `firstFailureCancelsTheRest` | at once: `firstErrorInTime` |
+/// | a request fails | its error: `firstFailureCancelsTheRest`; the first in time, not in the list: `firstErrorInTime`; not the error a request cancelled because of it answers: `firstErrorOverACancelledRequestsOwnError` | the rest cancelled, none left running, one slow to wind down included: `firstFailureCancelsTheRest` | at once: `firstErrorInTime` |
 /// | the caller is cancelled before the call | `CancellationError`: `cancelledBeforeTheCall` | none still running after the call: `cancelledBeforeTheCall` | — |
 /// | the caller is cancelled | `CancellationError`: `cancellingTheCallerCancelsEveryRequest` | every request sees it: `cancellingTheCallerCancelsEveryRequest` | — |
 /// | cancelled after it returned | — the requests have ended with the call | | |
@@ -208,7 +232,7 @@ struct ManyAtOnceTests {
       "Alfama": .rateUnlessCancelled(110),
       "Baixa": .failure(.soldOut, after: .milliseconds(50)),
       "Chiado": .rateUnlessCancelled(140),
-      "Belém": .rateUnlessCancelled(85),
+      "Belém": .slowToStop(85),
     ])
 
     let returned: [Int]?
@@ -249,7 +273,11 @@ struct ManyAtOnceTests {
       """)
     #expect(
       log.running.isEmpty,
-      "\(log.running.sorted()) still running after the call had ended: no request may outlive it")
+      Comment(
+        rawValue: "\(log.running.sorted()) still running after the call had ended (Belém's "
+          + "request takes 150 ms to wind down once cancelled): no request may outlive the "
+          + "call, so it returns only once the requests it cancelled have ended; a cancel "
+          + "asks a request to stop, it does not wait for it"))
   }
 
   @Test("Cancelling the caller cancels every request still running")
@@ -332,6 +360,31 @@ struct ManyAtOnceTests {
       when Chiado failed, the requests for Alfama and Baixa were still running and should \
       have been cancelled
       """)
+  }
+
+  @Test("The first failure is thrown, not the error a request cancelled because of it answers")
+  func firstErrorOverACancelledRequestsOwnError() async throws {
+    let service = FakeRates([
+      "Alfama": .ownErrorWhenCancelled(.closedForWinter, else: 110),
+      "Baixa": .rateUnlessCancelled(95),
+      "Chiado": .failure(.soldOut, after: .milliseconds(20)),
+    ])
+
+    // (Room for requests made one after another, about 2 s here: other tests name that.)
+    let outcome = await Result {
+      try await withDeadline(.seconds(5), "nightlyRates(at:using:)", hint: failureHint) {
+        try await nightlyRates(at: hotels("Alfama", "Baixa", "Chiado"), using: service)
+      }
+    }
+    let thrown: (any Error)? = if case .failure(let error) = outcome { error } else { nil }
+    #expect(
+      thrown as? RateError == .soldOut,
+      Comment(
+        rawValue: "Chiado's request failed first (soldOut); Alfama's, cancelled because of it, "
+          + "then answered with an error of its own (closedForWinter, as URLSession answers "
+          + "a cancelled request with URLError(.cancelled)), and the call gave \(outcome): the "
+          + "first failure in time is the call's error, and what the requests cancelled "
+          + "because of it answer afterwards is only its echo"))
   }
 
   @Test("A failed request is not asked again: its failure ends the call")
