@@ -42,6 +42,7 @@ private let failureHint =
 /// | completed 500 ms later, on another thread | its value: `doesNotPoll` | — | suspends once, no polling: `doesNotPoll` |
 /// | completed seconds later | its value, however long it takes: `waitsAsLongAsItTakes` | — | no time limit of its own (a caller sets one if it wants one) |
 /// | cancelled after it returned | — nothing is left to cancel: `value` registers nothing that outlives it | | |
+/// | the awaiting task cancelled while the future's callback is inside its resume | the value or `CancellationError`, and no deadlock: `cancelledDuringTheResume` | — | — |
 /// | the awaiting task cancelled just as the future completes, in an answer that reads, resumes and clears its continuation under separate locks | — not caught: both sides must land between two of the answer's own lock steps, which call nothing a test can pause; the runtime names the double resume if it happens | | |
 @Suite("5.1 Bridge a future")
 struct BridgeAFutureTests {
@@ -203,6 +204,29 @@ struct BridgeAFutureTests {
           "the cancelled awaiter threw \(error): it either gets the future's value or stops with CancellationError"
         )
       }
+    }
+  }
+
+  @Test("An awaiter cancelled while the future's callback resumes it does not deadlock")
+  func cancelledDuringTheResume() async throws {
+    // The future completes on a thread of its own once the awaiter has suspended; the
+    // awaiting task is cancelled from another thread while that completion is still inside
+    // its resume. Returning the value and throwing CancellationError are both fine.
+    let future = CoPromise<String>()
+    DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(50)) {
+      future.success("sun")
+    }
+    do {
+      let value = try await withCancellationRacingResume(
+        .seconds(2), "future.value", hint: valueHint
+      ) {
+        try await future.value
+      }
+      #expect(value == "sun", "the awaiter got \(value), not the future's value")
+    } catch is CancellationError {
+      // Cancelled in time: fine.
+    } catch is DeadlineExceeded {
+      // Recorded as never resumed.
     }
   }
 
