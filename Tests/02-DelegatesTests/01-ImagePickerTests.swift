@@ -55,7 +55,8 @@ private func makePicker(
 /// | the user walks away, the app presents again | the first caller nil, the second its pick, the picker shown for it (not refused): `presentingAgainAnswersBothCallers` | — | — |
 /// | pick, cancel, pick on one picker | each its own answer: `servesOnePickAfterAnother` | taken out when resumed: `servesOnePickAfterAnother` | — |
 /// | a pick made while the report answers the one before | nil when its sheet is replaced: `pickMadeWhileTheReportAnswers` (it starts inside the report's resume) | the report's take leaves it stored: `pickMadeWhileTheReportAnswers`, and a cancel's: `pickMadeWhileTheCancelAnswers` | — |
-/// | the same answer reported twice | one resume: `answersOnceWhenReportedTwice` | — | — |
+/// | the same answer reported twice | one resume, and the next pick gets the user's next choice, presented anew: `answersOnceWhenReportedTwice` | — | — |
+/// | the delegate cleared after each pick, set again by the next | — not caught: every caller gets its answer; the echo of a report goes to no delegate, which no caller sees | | |
 /// | two reports at the same moment, on two threads | — the picker reports one at a time, on one queue: a read-and-clear split in two steps can only race under threads the tests do not control (see the report of the blind exam) | | |
 /// | the delegate freed, or cleared after a pick | — the caller waits, named at every deadline from the picker's `reportsWithNoDelegate` (`pickCause`) | | |
 /// | a pick that does not present | — named at every deadline from the presentation count (`pickCause`) | | |
@@ -237,7 +238,8 @@ struct ImagePickerTests {
 
     @Test("Answers once when the picker reports the same pick twice", arguments: twiceScripts)
     func answersOnceWhenReportedTwice(script: CallbackScript) async throws {
-      let controller = ImagePickerController(answers: [.choose(beach)], script: script)
+      let controller = ImagePickerController(
+        answers: [.choose(beach), .choose(dog)], script: script)
       let picker = ImagePicker(controller: controller)
 
       let image = try await withDeadline(
@@ -253,6 +255,22 @@ struct ImagePickerTests {
       #expect(
         image == beach, "pickImage() must return what the user picked, or nil if they cancelled")
       #expect(bothReported, "the picker's second report did not finish")
+
+      // The next pick is the user's next choice, whatever came twice before it.
+      let next = try await withDeadline(
+        .seconds(2), "a second pickImage()",
+        likelyCause: pickCause(controller, presented: controller.presentationCount, againHint)
+      ) {
+        await picker.pickImage()
+      }
+      #expect(
+        next == dog && controller.presentationCount == 2,
+        Comment(
+          rawValue: "the picker reported the first pick (the beach) twice, and the next "
+            + "pickImage() returned \(next.map { "\($0)" } ?? "nil") after "
+            + "\(controller.presentationCount - 1) presentation(s) of its own instead of the dog "
+            + "the user picked then: a report that finds nobody waiting is an echo of one "
+            + "already answered, not an answer kept for the next caller"))
     }
   }
 }
