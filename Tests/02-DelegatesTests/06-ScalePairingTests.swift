@@ -127,6 +127,8 @@ private func expectPaired(
 /// | a progress report on its way when the app cancels | `PairingCancelled`: `progressUnderWayWhenTheAppCancels` | — | not passed on once the caller has its answer: `progressUnderWayWhenTheAppCancels` | the report held between the session picking the delegate and telling it: `progressUnderWayWhenTheAppCancels` |
 /// | any ending (pairs, fails, cancelled on the scale or by the app), the caller answered | — | the delegate, the session and the progress handler let go: `letsGoOfTheHandlerHoweverItEnds` | — | — |
 /// | two pairings at once on one session | — the session pairs one at a time, by its contract | | | |
+/// | a progress report held while the app cancels, let go once the same session pairs again | — not caught: `progressUnderWayWhenTheAppCancels` lets the held report go before the next pairing starts; a delegate that asks `session.isPairing` instead of its own stored pairing would hand it to the old caller's handler | | | |
+/// | an early outcome buffered, then looked for and waited on in two separate locked steps | — not caught: the outcome must land between the answer's own two lock steps, which call nothing a test can pause | | | |
 /// | the calling task cancelled | — the doc comment promises nothing for it: the session's own `cancel()` is how a pairing is stopped | | | |
 @Suite("2.6 Scale pairing (challenge)")
 struct ScalePairingTests {
