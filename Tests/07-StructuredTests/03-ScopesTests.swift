@@ -35,6 +35,7 @@ private final class Probe: Sendable {
 /// | launch into a cancelled scope | starts cancelled: `launchAfterCancel`; landing while `cancel()` cancels the tasks (from a cancellation handler, every time): `launchDuringCancel` | — | racing `cancel()` on other threads, every task ends cancelled: `launchRacingCancel` |
 /// | a task launched after another ended | `cancel()` reaches it and every other: `idsAreNeverReused` | — | — |
 /// | two scopes | cancelling one leaves the other's work: `scopesAreIndependent` | — | — |
+/// | the tasks cancelled by work that runs after `cancel()` returned | — not part of the contract: "cancels every task the scope owns" promises no moment, and a catalogued alternative (a root task's task group, its stream finished by `cancel()`) cancels them that way | | |
 /// | a new task that runs before `launch` goes on past `Task { }` (into a cancelled scope; one that ends at once) | starts cancelled: `launchAfterCancelRunningFirst` | 0 once it ended: `taskEndingBeforeLaunchReturnsIsForgotten` | the task runs first every time (`withNewTasksRunningFirst`) |
 @Suite("7.3 Scopes")
 struct ScopesTests {
